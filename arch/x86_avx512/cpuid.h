@@ -1,0 +1,13 @@
+/* x86 feature detection (cpuid + xgetbv): what the OS lets us run. */
+#ifndef TSR_X86_CPUID_H
+#define TSR_X86_CPUID_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* TSR_CPU_* bits, each set only when the CPU has it and the OS saves its state. */
+uint32_t tsr_x86_cpu_features(void);
+/* The CPU's brand string, trimmed. */
+void tsr_x86_cpu_name(char *buf, size_t len);
+
+#endif

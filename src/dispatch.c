@@ -1,0 +1,34 @@
+/* Dispatch: the first kernel (in priority order) that supports the problem
+ * runs it with its schedule. The reference kernel is last in every list, so
+ * every legal call on a backend that has one gets a correct answer. */
+#include <string.h>
+
+#include "internal.h"
+
+#define MAX_KERNELS_PER_OP 32
+
+const tsr_kernel *tsr_dispatch_select(const tsr_context *ctx, const tsr_problem *p, char *why,
+                                      size_t why_len) {
+    const tsr_kernel *ks[MAX_KERNELS_PER_OP];
+    int n = tsr_registry_kernels(p->op, ctx->backend, ks, MAX_KERNELS_PER_OP);
+    bool ref_only = (ctx->flags & TSR_CONTEXT_REFERENCE_ONLY) != 0;
+    tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "no %s kernel for the %s backend",
+            tsr_op_name(p->op), tsr_backend_name(ctx->backend));
+    for (int i = 0; i < n; i++) {
+        if (ref_only && strcmp(ks[i]->arch, "ref") != 0) continue;
+        if (ks[i]->supports(p, ctx, why, why_len)) return ks[i];
+    }
+    return NULL; /* why holds the last kernel's reason: the reference's */
+}
+
+tsr_status tsr_dispatch(tsr_context *ctx, const tsr_problem *p) {
+    char why[256];
+    const tsr_kernel *k = tsr_dispatch_select(ctx, p, why, sizeof why);
+    if (!k) return tsr_fail(TSR_ERR_NOT_SUPPORTED, "%s: %s", tsr_op_name(p->op), why);
+    tsr_schedule s;
+    memset(&s, 0, sizeof s);
+    if (k->default_schedule) k->default_schedule(p, ctx, &s);
+    tsr_set_last_kernel(k->name);
+    tsr_log(TSR_LOG_DEBUG, "%s: running %s", tsr_op_name(p->op), k->name);
+    return k->run(ctx, p, &s);
+}
