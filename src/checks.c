@@ -51,3 +51,10 @@ tsr_status tsr_report_why(tsr_status st, char *why, size_t why_len) {
     if (why && why_len) snprintf(why, why_len, "%s", st == TSR_OK ? "" : tsr_last_error());
     return st;
 }
+
+tsr_status tsr_supported_answer(const tsr_context *ctx, tsr_status st, const tsr_problem *p, char *why,
+                                size_t why_len) {
+    if (st) return tsr_report_why(st, why, why_len);
+    if (!tsr_dispatch_select(ctx, p, why, why_len)) return TSR_ERR_NOT_SUPPORTED;
+    return tsr_report_why(TSR_OK, why, why_len);
+}

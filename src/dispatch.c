@@ -32,3 +32,10 @@ tsr_status tsr_dispatch(tsr_context *ctx, const tsr_problem *p) {
     tsr_log(TSR_LOG_DEBUG, "%s: running %s", tsr_op_name(p->op), k->name);
     return k->run(ctx, p, &s);
 }
+
+bool tsr_supports_any_cpu(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    (void)p;
+    if (ctx->backend == TSR_BACKEND_CPU) return true;
+    tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "the reference kernels run on the cpu backend only");
+    return false;
+}

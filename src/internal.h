@@ -183,6 +183,10 @@ typedef struct tsr_kernel {
     tsr_status (*run)(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s);
 } tsr_kernel;
 
+/* supports() of kernels that take every valid problem on the CPU backend
+ * (the references). */
+bool tsr_supports_any_cpu(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len);
+
 /* Kernels for op on backend, in priority order (best first, reference last).
  * Returns how many were written to out (at most max). */
 int tsr_registry_kernels(tsr_op op, tsr_backend backend, const tsr_kernel **out, int max);

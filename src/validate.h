@@ -18,4 +18,9 @@ tsr_status tsr_check_desc(const tsr_context *ctx, const void *desc, size_t desc_
 /* For the tsr_*_supported queries: copy the last error into why, return st. */
 tsr_status tsr_report_why(tsr_status st, char *why, size_t why_len);
 
+/* The tail of every tsr_*_supported query: the validation status st of p,
+ * then whether a kernel takes it; why gets the reason. */
+tsr_status tsr_supported_answer(const tsr_context *ctx, tsr_status st, const tsr_problem *p, char *why,
+                                size_t why_len);
+
 #endif

@@ -146,8 +146,5 @@ tsr_status tsr_attention(tsr_context *ctx, const tsr_attention_desc *desc, const
 tsr_status tsr_attention_supported(const tsr_context *ctx, const tsr_attention_desc *desc, char *why,
                                    size_t why_len) {
     tsr_problem p;
-    tsr_status st = attn_prepare(ctx, desc, NULL, NULL, NULL, NULL, false, &p);
-    if (st) return tsr_report_why(st, why, why_len);
-    if (!tsr_dispatch_select(ctx, &p, why, why_len)) return TSR_ERR_NOT_SUPPORTED;
-    return tsr_report_why(TSR_OK, why, why_len);
+    return tsr_supported_answer(ctx, attn_prepare(ctx, desc, NULL, NULL, NULL, NULL, false, &p), &p, why, why_len);
 }

@@ -5,11 +5,6 @@
 
 #include "internal.h"
 
-static bool ref_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
-    (void)p, (void)why, (void)n;
-    return ctx->backend == TSR_BACKEND_CPU;
-}
-
 /* Last key index query i may see (exclusive bound), per causal mode. */
 static int64_t visible_end(const tsr_attention_desc *d, int64_t i) {
     int64_t end = d->seq_kv;
@@ -86,6 +81,6 @@ const tsr_kernel tsr_attention_ref = {
     .op = TSR_OP_ATTENTION,
     .backend = TSR_BACKEND_CPU,
     .arch = "ref",
-    .supports = ref_supports,
+    .supports = tsr_supports_any_cpu,
     .run = ref_run,
 };

@@ -1,11 +1,6 @@
 /* Reference direct convolution (cross-correlation), double accumulation. */
 #include "layout.h"
 
-static bool ref_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
-    (void)p, (void)why, (void)n;
-    return ctx->backend == TSR_BACKEND_CPU;
-}
-
 static tsr_status ref_run(tsr_context *ctx, const tsr_problem *prob, const tsr_schedule *sch) {
     (void)sch;
     const tsr_conv2d_problem *cp = &prob->u.conv;
@@ -44,6 +39,6 @@ const tsr_kernel tsr_conv2d_ref = {
     .op = TSR_OP_CONV2D,
     .backend = TSR_BACKEND_CPU,
     .arch = "ref",
-    .supports = ref_supports,
+    .supports = tsr_supports_any_cpu,
     .run = ref_run,
 };

@@ -222,9 +222,7 @@ tsr_status tsr_elementwise_chain_supported(const tsr_context *ctx, const tsr_cha
     tsr_problem p;
     int64_t n;
     tsr_status st = chain_prepare(ctx, chain, x_desc, NULL, NULL, y_desc, NULL, false, &p, &n);
-    if (st) return tsr_report_why(st, why, why_len);
-    if (!tsr_dispatch_select(ctx, &p, why, why_len)) return TSR_ERR_NOT_SUPPORTED;
-    return tsr_report_why(TSR_OK, why, why_len);
+    return tsr_supported_answer(ctx, st, &p, why, why_len);
 }
 
 tsr_status tsr_unary(tsr_context *ctx, tsr_unary_op op, const tsr_tensor_desc *x_desc, const void *x,

@@ -4,11 +4,6 @@
 
 #include "internal.h"
 
-static bool ref_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
-    (void)p, (void)why, (void)n;
-    return ctx->backend == TSR_BACKEND_CPU;
-}
-
 static double unary_ref(tsr_unary_op op, double x) {
     switch (op) {
     case TSR_UNARY_IDENTITY: return x;
@@ -125,7 +120,7 @@ static tsr_status rowwise_run(tsr_context *ctx, const tsr_problem *prob, const t
 
 #define REF_KERNEL(sym, kname, kop, fn) \
     const tsr_kernel sym = {.name = kname, .op = kop, .backend = TSR_BACKEND_CPU, .arch = "ref", \
-                            .supports = ref_supports, .run = fn}
+                            .supports = tsr_supports_any_cpu, .run = fn}
 
 REF_KERNEL(tsr_chain_ref, "chain.ref", TSR_OP_CHAIN, chain_run);
 REF_KERNEL(tsr_softmax_ref, "softmax.ref", TSR_OP_SOFTMAX, rowwise_run);

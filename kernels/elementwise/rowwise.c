@@ -81,7 +81,5 @@ tsr_status tsr_rmsnorm(tsr_context *ctx, const tsr_rowwise_desc *d, const void *
 tsr_status tsr_rowwise_supported(const tsr_context *ctx, const tsr_rowwise_desc *d, char *why, size_t why_len) {
     tsr_problem p;
     tsr_status st = rowwise_prepare(ctx, TSR_OP_LAYERNORM, d, NULL, NULL, NULL, NULL, false, &p);
-    if (st) return tsr_report_why(st, why, why_len);
-    if (!tsr_dispatch_select(ctx, &p, why, why_len)) return TSR_ERR_NOT_SUPPORTED;
-    return tsr_report_why(TSR_OK, why, why_len);
+    return tsr_supported_answer(ctx, st, &p, why, why_len);
 }

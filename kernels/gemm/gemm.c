@@ -164,8 +164,5 @@ tsr_status tsr_gemm(tsr_context *ctx, const tsr_gemm_desc *desc, const void *a, 
 
 tsr_status tsr_gemm_supported(const tsr_context *ctx, const tsr_gemm_desc *desc, char *why, size_t why_len) {
     tsr_problem p;
-    tsr_status st = gemm_prepare(ctx, desc, NULL, NULL, NULL, false, &p);
-    if (st) return tsr_report_why(st, why, why_len);
-    if (!tsr_dispatch_select(ctx, &p, why, why_len)) return TSR_ERR_NOT_SUPPORTED;
-    return tsr_report_why(TSR_OK, why, why_len);
+    return tsr_supported_answer(ctx, gemm_prepare(ctx, desc, NULL, NULL, NULL, false, &p), &p, why, why_len);
 }

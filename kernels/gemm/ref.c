@@ -6,13 +6,6 @@
 
 #include "internal.h"
 
-static bool ref_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
-    (void)p;
-    (void)why;
-    (void)n;
-    return ctx->backend == TSR_BACKEND_CPU;
-}
-
 static inline double load_in(const void *x, tsr_dtype t, int64_t i) {
     return t == TSR_I8 ? (double)((const int8_t *)x)[i] : (double)tsr_load_f(x, t, i);
 }
@@ -89,6 +82,6 @@ const tsr_kernel tsr_gemm_ref = {
     .op = TSR_OP_GEMM,
     .backend = TSR_BACKEND_CPU,
     .arch = "ref",
-    .supports = ref_supports,
+    .supports = tsr_supports_any_cpu,
     .run = ref_run,
 };
