@@ -13,11 +13,12 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-# The main job. Today: build, then run the example on this machine's best
-# CPU kernels. (Tuning and the vendor benchmarks join as their issues land.)
+# The main job: build, then benchmark Tessera against the vendor libraries on
+# this machine (tuning joins when tessera-tune lands). BENCH_ARGS overrides.
+BENCH_ARGS ?= --summary
 run: build
-	@echo "== tessera on this machine"
 	$(BUILD)/examples/gemm_example
+	$(BUILD)/bench/tessera-bench $(BENCH_ARGS)
 
 test: build
 	meson test -C $(BUILD) --print-errorlogs -v

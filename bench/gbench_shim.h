@@ -1,0 +1,33 @@
+/* The C face of Google Benchmark: register, run, read back the results.
+ * Implemented in gbench_shim.cc, the only C++ file of tessera-bench. */
+#ifndef TSR_GBENCH_SHIM_H
+#define TSR_GBENCH_SHIM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct gb_state gb_state; /* a benchmark::State */
+typedef void (*gb_fn)(gb_state *st, void *arg);
+
+/* flops / bytes per iteration become the gflops / gbps rate counters (0 = none). */
+void gb_register(const char *name, gb_fn fn, void *arg, double flops, double bytes);
+int gb_keep_running(gb_state *st);
+void gb_skip_with_error(gb_state *st, const char *msg);
+/* Passes Google Benchmark's own flags through (--benchmark_filter, ...). */
+void gb_initialize(int *argc, char **argv);
+void gb_run(void);
+
+typedef struct gb_result {
+    char name[192];
+    double gflops, gbps;
+    int error;
+} gb_result;
+/* Results of the last gb_run, in order. */
+int gb_results(const gb_result **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,18 @@
+/* OpenBLAS cblas_sgemm. */
+#include <cblas.h>
+
+#include "impls.h"
+
+static bool init(int threads, char *why, size_t n) {
+    (void)why, (void)n;
+    openblas_set_num_threads(threads);
+    return true;
+}
+
+static int sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (blasint)m, (blasint)n,
+                (blasint)k, 1.0f, a, (blasint)(ta ? m : k), b, (blasint)(tb ? k : n), 0.0f, c, (blasint)n);
+    return 0;
+}
+
+const gemm_impl impl_openblas = {"openblas", init, sgemm};

@@ -1,0 +1,206 @@
+/* tessera-bench: Tessera's kernels side by side with the vendors' libraries
+ * in one run, through Google Benchmark. Names: <op>/<dtype>/<layout>/<shape>/<impl>. */
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gbench_shim.h"
+#include "impls.h"
+#include "peak.h"
+#include "shapes.h"
+#include "tessera.h"
+
+#define MAX_IMPLS 3
+#define MAX_CASES 256
+
+typedef struct gemm_case {
+    gemm_shape s;
+    const gemm_impl *impl;
+    float *a, *b, *c;
+    int mismatch;
+} gemm_case;
+
+static gemm_case cases[MAX_CASES];
+static int ncases;
+static long peak_iters = 2000000;
+static int threads;
+
+static void bench_gemm(gb_state *st, void *arg) {
+    gemm_case *c = arg;
+    if (c->mismatch) {
+        gb_skip_with_error(st, "MISMATCH: result differs from the other implementations");
+        return;
+    }
+    while (gb_keep_running(st))
+        if (c->impl->sgemm(c->s.trans_a, c->s.trans_b, c->s.m, c->s.n, c->s.k, c->a, c->b, c->c)) {
+            gb_skip_with_error(st, tsr_last_error());
+            break;
+        }
+}
+
+static void bench_peak(gb_state *st, void *arg) {
+    (void)arg;
+    while (gb_keep_running(st)) peak_run(peak_iters, threads);
+}
+
+static void usage(void) {
+    puts("usage: tessera-bench [--shapes NAME|FILE]... [--impl tessera,onednn,openblas] [--threads N]\n"
+         "                     [--summary] [--json FILE] [--quick] [Google Benchmark flags]\n"
+         "  --shapes   a set in bench/shapes (square, skinny, llama, quick) or a file; repeatable\n"
+         "             (default: square, skinny, llama; --quick: quick)\n"
+         "  --threads  threads for every implementation (default: all cores)\n"
+         "  --summary  print a table of GFLOP/s, ratios to each vendor and % of the measured peak\n"
+         "  --json     write Google Benchmark JSON to FILE\n"
+         "Every tessera result is checked against the vendors' before timing; a mismatch is\n"
+         "reported and makes the exit status 1.");
+}
+
+static const char *layout_of(const gemm_shape *s) {
+    static const char *names[4] = {"NN", "NT", "TN", "TT"};
+    return names[s->trans_a * 2 + s->trans_b];
+}
+
+/* Runs every implementation once on the case's data and compares with the first. */
+static void cross_check(gemm_case *group, int n) {
+    if (n < 2) return;
+    const gemm_shape *s = &group[0].s;
+    size_t cn = (size_t)(s->m * s->n);
+    float *want = malloc(cn * sizeof(float));
+    group[0].impl->sgemm(s->trans_a, s->trans_b, s->m, s->n, s->k, group[0].a, group[0].b, want);
+    for (int i = 1; i < n; i++) {
+        float *got = group[i].c;
+        if (group[i].impl->sgemm(s->trans_a, s->trans_b, s->m, s->n, s->k, group[i].a, group[i].b, got)) continue;
+        double tol = 1e-4 * sqrt((double)s->k);
+        for (size_t j = 0; j < cn; j++)
+            if (!(fabs(got[j] - want[j]) <= tol * (1 + fabs(want[j])))) {
+                fprintf(stderr, "MISMATCH gemm %lldx%lldx%lld: %s[%zu] = %g, %s = %g\n", (long long)s->m,
+                        (long long)s->n, (long long)s->k, group[i].impl->name, j, got[j], group[0].impl->name, want[j]);
+                group[i].mismatch = group[0].mismatch = 1;
+                break;
+            }
+    }
+    free(want);
+}
+
+int main(int argc, char **argv) {
+    const char *sets[16];
+    int nsets = 0, summary = 0, quick = 0;
+    char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "";
+    threads = omp_get_num_procs();
+    /* our flags out, Google Benchmark's through */
+    char **gb_argv = calloc((size_t)argc + 3, sizeof *gb_argv);
+    int gb_argc = 0;
+    gb_argv[gb_argc++] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(), 0;
+        else if (!strcmp(argv[i], "--summary")) summary = 1;
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--shapes") && i + 1 < argc && nsets < 16) sets[nsets++] = argv[++i];
+        else if (!strcmp(argv[i], "--impl") && i + 1 < argc) snprintf(impl_list, sizeof impl_list, "%s", argv[++i]);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
+            snprintf(json_arg, sizeof json_arg, "--benchmark_out=%s", argv[++i]);
+            gb_argv[gb_argc++] = json_arg;
+            gb_argv[gb_argc++] = "--benchmark_out_format=json";
+        } else gb_argv[gb_argc++] = argv[i];
+    }
+    if (threads < 1) return fprintf(stderr, "tessera-bench: --threads must be >= 1\n"), 2;
+    if (nsets == 0) {
+        if (quick) sets[nsets++] = "quick";
+        else sets[nsets++] = "square", sets[nsets++] = "skinny", sets[nsets++] = "llama";
+    }
+    gb_initialize(&gb_argc, gb_argv);
+
+    const gemm_impl *all[MAX_IMPLS] = {&impl_tessera, &impl_onednn, &impl_openblas}, *impls[MAX_IMPLS];
+    int nimpl = 0;
+    for (int i = 0; i < MAX_IMPLS; i++) {
+        if (!strstr(impl_list, all[i]->name)) continue;
+        char why[256] = "";
+        if (all[i]->init(threads, why, sizeof why)) impls[nimpl++] = all[i];
+        else printf("skip %s: %s\n", all[i]->name, why);
+    }
+    tsr_context *ctx;
+    tsr_context_create(&ctx, NULL);
+    tsr_context_info info = {.size = sizeof info};
+    tsr_context_get_info(ctx, &info);
+    time_t now = time(NULL);
+    char date[32];
+    strftime(date, sizeof date, "%Y-%m-%d", gmtime(&now));
+    printf("tessera-bench %s: %s, tessera arch %s, %d threads, peak ISA %s, %s\n", tsr_version_string(),
+           info.device_name, info.arch, threads, peak_isa(), date);
+    tsr_context_destroy(ctx);
+
+    char name[192];
+    snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
+    gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
+    for (int si = 0; si < nsets; si++) {
+        gemm_shape *shapes;
+        int n = shapes_read_gemm(sets[si], BENCH_SHAPES_DIR, &shapes);
+        if (n < 0) return 2;
+        for (int i = 0; i < n && ncases + nimpl <= MAX_CASES; i++) {
+            gemm_shape *s = &shapes[i];
+            if (quick && s->m * s->n * s->k > 2048LL * 2048 * 2048) continue;
+            size_t an = (size_t)(s->m * s->k), bn = (size_t)(s->k * s->n), cn = (size_t)(s->m * s->n);
+            float *a = malloc(an * 4), *b = malloc(bn * 4);
+            for (size_t j = 0; j < an; j++) a[j] = (float)((j * 7) % 13) / 13.0f - 0.5f;
+            for (size_t j = 0; j < bn; j++) b[j] = (float)((j * 5) % 11) / 11.0f - 0.5f;
+            gemm_case *group = &cases[ncases];
+            for (int k = 0; k < nimpl; k++) {
+                gemm_case *c = &cases[ncases++];
+                *c = (gemm_case){*s, impls[k], a, b, malloc(cn * 4), 0};
+            }
+            cross_check(group, nimpl);
+        }
+        free(shapes);
+    }
+    /* Implementation-major order: a library's idle worker threads (OpenBLAS
+     * spins after each call) then only ever compete with its own next call. */
+    for (int k = 0; k < nimpl; k++)
+        for (int i = k; i < ncases; i += nimpl) {
+            const gemm_shape *s = &cases[i].s;
+            snprintf(name, sizeof name, "gemm/f32/%s/%lldx%lldx%lld/%s", layout_of(s), (long long)s->m,
+                     (long long)s->n, (long long)s->k, cases[i].impl->name);
+            gb_register(name, bench_gemm, &cases[i], 2.0 * s->m * s->n * s->k, 0);
+        }
+    gb_run();
+
+    const gb_result *r;
+    int nr = gb_results(&r), mismatches = 0;
+    for (int i = 0; i < ncases; i++) mismatches += cases[i].mismatch;
+    if (summary) {
+        double peak = 0;
+        for (int i = 0; i < nr; i++)
+            if (!strncmp(r[i].name, "peak/", 5)) peak = r[i].gflops;
+        printf("\nsummary: GFLOP/s, %d threads; peak = %.1f GFLOP/s (measured FMA limit)\n", threads, peak);
+        printf("%-28s", "gemm f32 shape");
+        for (int k = 0; k < nimpl; k++) printf(" %10s", impls[k]->name);
+        for (int k = 1; k < nimpl; k++) printf("  vs %-8s", impls[k]->name);
+        printf("  %% peak\n");
+        for (int i = 0; i < ncases; i += nimpl) {
+            const gemm_shape *s = &cases[i].s;
+            char shape[96];
+            snprintf(shape, sizeof shape, "%s/%lldx%lldx%lld", layout_of(s), (long long)s->m, (long long)s->n,
+                     (long long)s->k);
+            double g[MAX_IMPLS] = {0};
+            int err[MAX_IMPLS] = {0};
+            for (int k = 0; k < nimpl; k++) {
+                snprintf(name, sizeof name, "gemm/f32/%s/%s", shape, impls[k]->name);
+                err[k] = 1;
+                for (int j = 0; j < nr; j++)
+                    if (!strncmp(r[j].name, name, strlen(name)) && r[j].name[strlen(name)] != '_')
+                        g[k] = r[j].gflops, err[k] = r[j].error;
+            }
+            printf("%-28s", shape);
+            for (int k = 0; k < nimpl; k++)
+                if (err[k]) printf(" %10s", cases[i + k].mismatch ? "MISMATCH" : "error");
+                else printf(" %10.1f", g[k]);
+            for (int k = 1; k < nimpl; k++) printf("  %9.2fx ", g[k] > 0 ? g[0] / g[k] : 0);
+            printf("  %5.1f%%\n", peak > 0 ? 100 * g[0] / peak : 0);
+        }
+    }
+    if (mismatches) fprintf(stderr, "tessera-bench: %d results mismatched\n", mismatches);
+    return mismatches ? 1 : 0;
+}

@@ -1,0 +1,47 @@
+/* The machine limit for the summary's "% of peak": FP32 FMA throughput with
+ * 12 independent vector chains in registers, on every thread at once. */
+#include "peak.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#define CHAINS 12
+
+__attribute__((target("avx2,fma"))) static float fma_avx2(long iters) {
+    __m256 acc[CHAINS], x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_fmadd_ps(acc[i], x, y);
+    float s = 0, out[8];
+    for (int i = 0; i < CHAINS; i++) _mm256_storeu_ps(out, acc[i]), s += out[0];
+    return s;
+}
+
+__attribute__((target("avx512f"))) static float fma_avx512(long iters) {
+    __m512 acc[CHAINS], x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_fmadd_ps(acc[i], x, y);
+    float s = 0;
+    for (int i = 0; i < CHAINS; i++) s += _mm512_reduce_add_ps(acc[i]);
+    return s;
+}
+
+const char *peak_isa(void) {
+    return __builtin_cpu_supports("avx512f") ? "avx512" : __builtin_cpu_supports("avx2") ? "avx2" : "none";
+}
+
+double peak_flops_per_iter(long iters, int threads) {
+    int lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+    return 2.0 * lanes * CHAINS * (double)iters * threads;
+}
+
+float peak_run(long iters, int threads) {
+    float sink = 0;
+    int avx512 = __builtin_cpu_supports("avx512f");
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += avx512 ? fma_avx512(iters) : fma_avx2(iters);
+    return sink;
+}

@@ -1,0 +1,8 @@
+#ifndef TSR_BENCH_PEAK_H
+#define TSR_BENCH_PEAK_H
+
+const char *peak_isa(void);                          /* "avx512", "avx2" */
+double peak_flops_per_iter(long iters, int threads); /* flops of one peak_run */
+float peak_run(long iters, int threads);
+
+#endif

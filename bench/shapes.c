@@ -1,0 +1,43 @@
+#include "shapes.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int shapes_read_gemm(const char *name, const char *dir, gemm_shape **out) {
+    char path[1024];
+    FILE *f = fopen(name, "r");
+    if (!f) {
+        snprintf(path, sizeof path, "%s/gemm_%s.txt", dir, name);
+        f = fopen(path, "r");
+    }
+    if (!f) {
+        fprintf(stderr, "tessera-bench: no shape set '%s' (not a file, nor %s/gemm_%s.txt)\n", name, dir, name);
+        return -1;
+    }
+    int n = 0, cap = 16, line_no = 0;
+    gemm_shape *v = malloc(sizeof *v * (size_t)cap);
+    char line[512];
+    while (v && fgets(line, sizeof line, f)) {
+        line_no++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        long long m, nn, k;
+        char tr[8] = "NN";
+        int got = sscanf(line, "%lld %lld %lld %7s", &m, &nn, &k, tr);
+        if (got <= 0) continue;
+        if (got < 3 || m < 1 || nn < 1 || k < 1 || strlen(tr) != 2 || !strchr("NT", tr[0]) || !strchr("NT", tr[1])) {
+            fprintf(stderr, "tessera-bench: %s:%d: expected `m n k [NN|NT|TN|TT]`\n", name, line_no);
+            free(v);
+            fclose(f);
+            return -1;
+        }
+        if (n == cap) v = realloc(v, sizeof *v * (size_t)(cap *= 2));
+        if (!v) break;
+        v[n++] = (gemm_shape){m, nn, k, tr[0] == 'T', tr[1] == 'T'};
+    }
+    fclose(f);
+    if (!v) return -1;
+    *out = v;
+    return n;
+}

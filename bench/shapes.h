@@ -1,0 +1,17 @@
+/* Shape sets: text files, one shape a line, '#' comments. GEMM lines are
+ * `m n k [NN|NT|TN|TT]` (row-major, C = op(A) op(B)). Shared with the tuner. */
+#ifndef TSR_BENCH_SHAPES_H
+#define TSR_BENCH_SHAPES_H
+
+#include <stdint.h>
+
+typedef struct gemm_shape {
+    int64_t m, n, k;
+    int trans_a, trans_b;
+} gemm_shape;
+
+/* Reads `name` (a path, or a set name looked up as <dir>/gemm_<name>.txt).
+ * Returns the count (>= 0) into a malloc'd *out, or -1 with a message on stderr. */
+int shapes_read_gemm(const char *name, const char *dir, gemm_shape **out);
+
+#endif
