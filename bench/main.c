@@ -185,17 +185,17 @@ int main(int argc, char **argv) {
             snprintf(shape, sizeof shape, "%s/%lldx%lldx%lld", layout_of(s), (long long)s->m, (long long)s->n,
                      (long long)s->k);
             double g[MAX_IMPLS] = {0};
-            int err[MAX_IMPLS] = {0};
+            int err[MAX_IMPLS] = {0}; /* -1: not run (filtered out) */
             for (int k = 0; k < nimpl; k++) {
                 snprintf(name, sizeof name, "gemm/f32/%s/%s", shape, impls[k]->name);
-                err[k] = 1;
+                err[k] = -1;
                 for (int j = 0; j < nr; j++)
                     if (!strncmp(r[j].name, name, strlen(name)) && r[j].name[strlen(name)] != '_')
                         g[k] = r[j].gflops, err[k] = r[j].error;
             }
             printf("%-28s", shape);
             for (int k = 0; k < nimpl; k++)
-                if (err[k]) printf(" %10s", cases[i + k].mismatch ? "MISMATCH" : "error");
+                if (err[k]) printf(" %10s", cases[i + k].mismatch ? "MISMATCH" : err[k] < 0 ? "-" : "error");
                 else printf(" %10.1f", g[k]);
             for (int k = 1; k < nimpl; k++) printf("  %9.2fx ", g[k] > 0 ? g[0] / g[k] : 0);
             printf("  %5.1f%%\n", peak > 0 ? 100 * g[0] / peak : 0);

@@ -45,8 +45,12 @@ static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
     return true;
 }
 
+/* Without packing, B (f32) is read in place: row-major B by the micro-kernel,
+ * transposed B (rows of op(B)^T, the Llama weight layout) as dot products
+ * with rows of A, which then must be f32 and untransposed too. */
 static bool can_skip_pack_b(const tsr_gemm_desc *d) {
-    return d->b_dtype == TSR_F32 && d->trans_b == TSR_NO_TRANS;
+    if (d->b_dtype != TSR_F32) return false;
+    return d->trans_b == TSR_NO_TRANS || (d->a_dtype == TSR_F32 && d->trans_a == TSR_NO_TRANS);
 }
 
 static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
@@ -96,15 +100,28 @@ static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
 /* B(p, j) for k in [p0, p0+kc) and columns [j0, j0+nr) into an NR-column panel. */
 static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
+    if (d->trans_b) {
+        /* Read each stored row of B (a column of op(B)) contiguously; the
+         * panel written with stride NR stays in L1. */
+        for (int64_t c = 0; c < nr; c++) {
+            const int64_t base = (j0 + c) * d->ldb + p0;
+            if (d->b_dtype == TSR_F32) {
+                const float *src = (const float *)j->b + base;
+                for (int64_t p = 0; p < kc; p++) dst[p * NR + c] = src[p];
+            } else {
+                for (int64_t p = 0; p < kc; p++) dst[p * NR + c] = load_in(j->b, d->b_dtype, base + p);
+            }
+        }
+        for (int64_t p = 0; p < kc; p++)
+            for (int64_t c = nr; c < NR; c++) dst[p * NR + c] = 0.0f;
+        return;
+    }
     for (int64_t p = 0; p < kc; p++) {
         float *row = dst + p * NR;
-        if (!d->trans_b && d->b_dtype == TSR_F32) {
+        if (d->b_dtype == TSR_F32) {
             memcpy(row, (const float *)j->b + (p0 + p) * d->ldb + j0, sizeof(float) * (size_t)nr);
         } else {
-            for (int64_t c = 0; c < nr; c++) {
-                int64_t idx = d->trans_b ? (j0 + c) * d->ldb + p0 + p : (p0 + p) * d->ldb + j0 + c;
-                row[c] = load_in(j->b, d->b_dtype, idx);
-            }
+            for (int64_t c = 0; c < nr; c++) row[c] = load_in(j->b, d->b_dtype, (p0 + p) * d->ldb + j0 + c);
         }
         for (int64_t c = nr; c < NR; c++) row[c] = 0.0f;
     }
@@ -179,6 +196,57 @@ static void scale_only(const job *j, int tid, int nth) {
     }
 }
 
+static float hsum(vf v) {
+    float t[VL], s = 0.0f;
+    vf_store(t, v);
+    for (int i = 0; i < VL; i++) s += t[i];
+    return s;
+}
+
+enum { DOT_ROWS = 4, DOT_COLS = 3 }; /* 12 accumulators + 3 B vectors + 1 A vector */
+
+/* Columns [jlo, jhi) of C as dot products of A's rows with B's stored rows:
+ * B streams through once, whatever M. The scalar epilogue runs per output
+ * (M*N values against M*N*K multiply-adds). */
+static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
+    const tsr_gemm_problem *g = j->g;
+    const tsr_gemm_desc *d = &g->d;
+    const int64_t K = d->k, kfull = K / VL * VL;
+    const float *A = (const float *)j->a, *B = (const float *)j->b;
+    /* column blocks outermost: their few B rows stay in L1/L2 while every
+     * group of A rows (all of A is small: M is skinny) passes over them */
+    for (int64_t j0 = jlo; j0 < jhi; j0 += DOT_COLS) {
+        const int nr = (int)(jhi - j0 < DOT_COLS ? jhi - j0 : DOT_COLS);
+        const float *brow[DOT_COLS];
+        for (int c = 0; c < DOT_COLS; c++) brow[c] = B + (j0 + (c < nr ? c : 0)) * d->ldb;
+        for (int64_t i0 = 0; i0 < d->m; i0 += DOT_ROWS) {
+            const int mr = (int)(d->m - i0 < DOT_ROWS ? d->m - i0 : DOT_ROWS);
+            const float *arow[DOT_ROWS];
+            for (int r = 0; r < DOT_ROWS; r++) arow[r] = A + (i0 + (r < mr ? r : 0)) * d->lda;
+            vf acc[DOT_ROWS][DOT_COLS];
+            for (int r = 0; r < DOT_ROWS; r++)
+                for (int c = 0; c < DOT_COLS; c++) acc[r][c] = vf_zero();
+            for (int64_t p = 0; p <= K - VL || (p < K && p == kfull); p += VL) {
+                const int n = p < kfull ? VL : (int)(K - p);
+                vf b[DOT_COLS];
+                for (int c = 0; c < DOT_COLS; c++) b[c] = vf_load_n(brow[c] + p, n);
+                for (int r = 0; r < DOT_ROWS; r++) {
+                    vf a = vf_load_n(arow[r] + p, n);
+                    for (int c = 0; c < DOT_COLS; c++) acc[r][c] = vf_fma(a, b[c], acc[r][c]);
+                }
+            }
+            for (int r = 0; r < mr; r++)
+                for (int c = 0; c < nr; c++) {
+                    int64_t row = i0 + r, col = j0 + c;
+                    float *cp = j->c + row * d->ldc + col;
+                    float v = d->alpha * hsum(acc[r][c]);
+                    if (d->beta != 0.0f) v += d->beta * *cp;
+                    *cp = tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? row : col, j->batch_index, row, col);
+                }
+        }
+    }
+}
+
 static void team_barrier(int nth) {
     if (nth > 1) {
 #pragma omp barrier
@@ -192,6 +260,10 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     const int64_t M = d->m, N = d->n, K = d->k;
     if (K == 0) {
         scale_only(j, tid, nth);
+        return;
+    }
+    if (!j->pack_b && d->trans_b) { /* contiguous column ranges per thread */
+        dot_columns(j, N * tid / nth, N * (tid + 1) / nth);
         return;
     }
     for (int64_t jc = 0; jc < N; jc += j->nc) {
