@@ -1,24 +1,10 @@
 /* GEMM for AVX-512 F/BW/VL: 8 x 48 micro-tiles (24 zmm accumulators, A broadcast). */
-#include <omp.h>
-
 #include "../../arch/x86_avx512/simd.h"
 #include "../../arch/x86_avx512/vmath.h"
 
 #define MR 8
 #define NV 3
 #define GEMM_ARCH "x86_avx512"
+#define GEMM_SYMBOL tsr_gemm_x86_avx512
 #define GEMM_FEATURES (TSR_CPU_AVX512F | TSR_CPU_AVX512BW | TSR_CPU_AVX512VL | TSR_CPU_FMA)
 #include "x86_blis.h"
-
-const tsr_kernel tsr_gemm_x86_avx512 = {
-    .name = "gemm.x86_avx512.f32",
-    .op = TSR_OP_GEMM,
-    .backend = TSR_BACKEND_CPU,
-    .arch = "x86_avx512",
-    .supports = blis_supports,
-    .num_knobs = 5,
-    .knobs = gemm_knobs,
-    .default_schedule = blis_default,
-    .schedule_valid = blis_valid,
-    .run = blis_run,
-};

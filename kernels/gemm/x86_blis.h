@@ -1,11 +1,12 @@
 /* BLIS-style f32 GEMM, written once over the simd.h vector names and
  * instantiated per ISA by kernels/gemm/x86_avx2.c and x86_avx512.c (which
- * define MR, NV and GEMM_ARCH first). Loops: jc (NC) > pc (KC) > ic (MC) >
+ * define MR, NV, GEMM_ARCH, GEMM_FEATURES and GEMM_SYMBOL first). Loops: jc (NC) > pc (KC) > ic (MC) >
  * micro-tiles MR x NR, NR = NV * VL. A is packed into MR-row micro-panels
  * and B into NR-column ones (f16/bf16 converted while packing); with
  * pack_b = 0 (skinny M, f32 row-major B) full tiles read B in place.
  * alpha/beta and the epilogue are applied to the accumulators on the last
  * K block, before the only store of C. */
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -303,6 +304,18 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     }
 }
 
+/* The job for batch matrix bt. */
+static job job_for(const job *base, int64_t bt) {
+    const tsr_gemm_problem *g = base->g;
+    const tsr_gemm_desc *d = &g->d;
+    job j = *base;
+    j.a = (const char *)g->a + (size_t)(bt * d->stride_a) * tsr_dtype_size(d->a_dtype);
+    j.b = (const char *)g->b + (size_t)(bt * d->stride_b) * tsr_dtype_size(d->b_dtype);
+    j.c = (float *)g->c + bt * d->stride_c;
+    j.batch_index = bt;
+    return j;
+}
+
 static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
@@ -316,7 +329,6 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const bool per_matrix = s->v[KNOB_BATCH_PAR] && d->batch > 1;
     const int nt = ctx->num_threads;
     const int nbuf = per_matrix ? nt : 1;
-    const size_t ea = tsr_dtype_size(d->a_dtype), eb = tsr_dtype_size(d->b_dtype);
     float *buf = aligned_alloc(64, ((abuf + bbuf) * sizeof(float) * (size_t)nbuf + 63) / 64 * 64);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.%s: no memory for packing buffers", GEMM_ARCH);
 #pragma omp parallel num_threads(nt)
@@ -326,20 +338,12 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
             float *ap = buf + (size_t)tid * (abuf + bbuf), *bp = ap + abuf;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t bt = 0; bt < d->batch; bt++) {
-                job j = base;
-                j.a = (const char *)g->a + (size_t)(bt * d->stride_a) * ea;
-                j.b = (const char *)g->b + (size_t)(bt * d->stride_b) * eb;
-                j.c = (float *)g->c + bt * d->stride_c;
-                j.batch_index = bt;
+                job j = job_for(&base, bt);
                 gemm_one(&j, ap, bp, 0, 1);
             }
         } else {
             for (int64_t bt = 0; bt < d->batch; bt++) {
-                job j = base;
-                j.a = (const char *)g->a + (size_t)(bt * d->stride_a) * ea;
-                j.b = (const char *)g->b + (size_t)(bt * d->stride_b) * eb;
-                j.c = (float *)g->c + bt * d->stride_c;
-                j.batch_index = bt;
+                job j = job_for(&base, bt);
                 gemm_one(&j, buf, buf + abuf, tid, nth);
             }
         }
@@ -347,3 +351,16 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     free(buf);
     return TSR_OK;
 }
+
+const tsr_kernel GEMM_SYMBOL = {
+    .name = "gemm." GEMM_ARCH ".f32",
+    .op = TSR_OP_GEMM,
+    .backend = TSR_BACKEND_CPU,
+    .arch = GEMM_ARCH,
+    .supports = blis_supports,
+    .num_knobs = (int)(sizeof gemm_knobs / sizeof gemm_knobs[0]),
+    .knobs = gemm_knobs,
+    .default_schedule = blis_default,
+    .schedule_valid = blis_valid,
+    .run = blis_run,
+};
