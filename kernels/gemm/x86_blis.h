@@ -248,6 +248,42 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
     }
 }
 
+enum { STREAM_ROWS = 4, STREAM_COLS = 1024 };
+
+/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major f32 B: each
+ * row of B is read once, contiguously (the hardware prefetcher follows),
+ * into accumulators that stay in L1. */
+static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
+    const tsr_gemm_problem *g = j->g;
+    const tsr_gemm_desc *d = &g->d;
+    const float *B = (const float *)j->b;
+    _Alignas(64) float acc[STREAM_ROWS][STREAM_COLS];
+    const int mr = (int)d->m;
+    for (int64_t c0 = jlo; c0 < jhi; c0 += STREAM_COLS) {
+        const int64_t nc = jhi - c0 < STREAM_COLS ? jhi - c0 : STREAM_COLS;
+        for (int r = 0; r < mr; r++) memset(acc[r], 0, sizeof(float) * (size_t)nc);
+        for (int64_t p = 0; p < d->k; p++) {
+            const float *brow = B + p * d->ldb + c0;
+            vf a[STREAM_ROWS];
+            for (int r = 0; r < mr; r++)
+                a[r] = vf_set1(load_in(j->a, d->a_dtype, d->trans_a ? p * d->lda + r : r * d->lda + p));
+            for (int64_t c = 0; c < nc; c += VL) {
+                const int n = (int)(nc - c < VL ? nc - c : VL);
+                vf b = vf_load_n(brow + c, n);
+                for (int r = 0; r < mr; r++) vf_store_n(acc[r] + c, vf_fma(a[r], b, vf_load_n(acc[r] + c, n)), n);
+            }
+        }
+        for (int r = 0; r < mr; r++)
+            for (int64_t c = 0; c < nc; c++) {
+                int64_t col = c0 + c;
+                float *cp = j->c + r * d->ldc + col;
+                float v = d->alpha * acc[r][c];
+                if (d->beta != 0.0f) v += d->beta * *cp;
+                *cp = tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? r : col, j->batch_index, r, col);
+            }
+    }
+}
+
 static void team_barrier(int nth) {
     if (nth > 1) {
 #pragma omp barrier
@@ -263,8 +299,10 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
         scale_only(j, tid, nth);
         return;
     }
-    if (!j->pack_b && d->trans_b) { /* contiguous column ranges per thread */
-        dot_columns(j, N * tid / nth, N * (tid + 1) / nth);
+    if (!j->pack_b && (d->trans_b || M <= STREAM_ROWS)) { /* contiguous column ranges per thread */
+        int64_t lo = N * tid / nth / VL * VL, hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
+        if (d->trans_b) dot_columns(j, lo, hi);
+        else stream_rows(j, lo, hi);
         return;
     }
     for (int64_t jc = 0; jc < N; jc += j->nc) {
