@@ -26,7 +26,7 @@ uint32_t tsr_x86_cpu_features(void) {
     uint32_t f = 0;
     if (ymm_ok && fma) f |= TSR_CPU_FMA;
     if (ymm_ok && f16c) f |= TSR_CPU_F16C;
-    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    unsigned max_leaf = (unsigned)__get_cpuid_max(0, NULL);
     if (max_leaf < 7) return f;
     __cpuid_count(7, 0, a, b, c, d);
     if (ymm_ok && ((b >> 5) & 1)) f |= TSR_CPU_AVX2;
@@ -46,7 +46,7 @@ void tsr_x86_cpu_name(char *buf, size_t len) {
     if (!len) return;
     unsigned r[12];
     char s[49] = {0};
-    if (__get_cpuid_max(0x80000000, NULL) >= 0x80000004) {
+    if ((unsigned)__get_cpuid_max(0x80000000, NULL) >= 0x80000004u) { /* clang declares it int */
         for (unsigned i = 0; i < 3; i++)
             __cpuid(0x80000002 + i, r[i * 4], r[i * 4 + 1], r[i * 4 + 2], r[i * 4 + 3]);
         memcpy(s, r, 48);

@@ -1,4 +1,5 @@
-/* conv2d op front: validate, compute the output shape, dispatch. */
+/* conv2d op front: validate every argument, compute the output shape,
+ * dispatch. Nothing is written before validation has passed. */
 #include <string.h>
 
 #include "validate.h"
@@ -14,62 +15,125 @@ void tsr_conv2d_desc_init(tsr_conv2d_desc *d) {
     d->x_dtype = d->w_dtype = d->y_dtype = TSR_F32;
 }
 
-static tsr_status out_dim(const char *dim, int64_t in, int64_t pad0, int64_t pad1, int64_t f,
+static tsr_status at_least(const char *name, int64_t v, int64_t min) {
+    if (v >= min) return TSR_OK;
+    return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: %s (%lld) must be >= %lld", name, (long long)v,
+                    (long long)min);
+}
+
+/* One output extent: (in + pad0 + pad1 - (dil * (f - 1) + 1)) / stride + 1. */
+static tsr_status out_dim(const char *dim, char axis, int64_t in, int64_t pad0, int64_t pad1, int64_t f,
                           int64_t dil, int64_t stride, int64_t *out) {
     int64_t padded, eff;
-    if (!tsr_add_i64(in, pad0, &padded) || !tsr_add_i64(padded, pad1, &padded) ||
-        !tsr_mul_i64(dil, f - 1, &eff) || !tsr_add_i64(eff, 1, &eff))
-        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the %s extent overflows int64", dim);
+    if (!tsr_add_i64(in, pad0, &padded) || !tsr_add_i64(padded, pad1, &padded))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the padded input %s (%c plus pads) overflows int64",
+                        dim, axis);
+    if (!tsr_mul_i64(dil, f - 1, &eff) || !tsr_add_i64(eff, 1, &eff))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the dilated filter %s (dilation_%c * (%c - 1) + 1) "
+                        "overflows int64", dim, axis, dim[0] == 'h' ? 'r' : 's');
     if (eff > padded)
         return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
-                        "conv2d: the output is empty: the dilated filter %s (%lld) exceeds the padded input %s (%lld)",
-                        dim, (long long)eff, dim, (long long)padded);
+                        "conv2d: the output is empty: the dilated filter %s (%lld) exceeds the padded input "
+                        "%s (%lld)", dim, (long long)eff, dim, (long long)padded);
     *out = (padded - eff) / stride + 1;
     return TSR_OK;
 }
 
+/* Sizes, strides, pads, dilations, groups and the output shape. */
 static tsr_status shape_check(const tsr_conv2d_desc *d, int64_t *p, int64_t *q) {
-    if (d->n < 0 || d->c < 1 || d->h < 1 || d->w < 1 || d->k < 1 || d->r < 1 || d->s < 1)
-        return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
-                        "conv2d: sizes must be >= 1 (n >= 0): n=%lld c=%lld h=%lld w=%lld k=%lld r=%lld s=%lld",
-                        (long long)d->n, (long long)d->c, (long long)d->h, (long long)d->w,
-                        (long long)d->k, (long long)d->r, (long long)d->s);
-    if (d->stride_h < 1 || d->stride_w < 1)
-        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: stride_h (%lld) and stride_w (%lld) must be >= 1",
-                        (long long)d->stride_h, (long long)d->stride_w);
-    if (d->dilation_h < 1 || d->dilation_w < 1)
-        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: dilation_h (%lld) and dilation_w (%lld) must be >= 1",
-                        (long long)d->dilation_h, (long long)d->dilation_w);
-    if (d->pad_top < 0 || d->pad_bottom < 0 || d->pad_left < 0 || d->pad_right < 0)
-        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: pads must be >= 0 (top %lld, bottom %lld, left %lld, right %lld)",
-                        (long long)d->pad_top, (long long)d->pad_bottom, (long long)d->pad_left,
-                        (long long)d->pad_right);
-    if (d->groups < 1) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: groups (%lld) must be >= 1", (long long)d->groups);
+    tsr_status st;
+    if ((st = at_least("n", d->n, 0)) || (st = at_least("c", d->c, 1)) || (st = at_least("h", d->h, 1)) ||
+        (st = at_least("w", d->w, 1)) || (st = at_least("k", d->k, 1)) || (st = at_least("r", d->r, 1)) ||
+        (st = at_least("s", d->s, 1)) || (st = at_least("stride_h", d->stride_h, 1)) ||
+        (st = at_least("stride_w", d->stride_w, 1)) || (st = at_least("dilation_h", d->dilation_h, 1)) ||
+        (st = at_least("dilation_w", d->dilation_w, 1)) || (st = at_least("pad_top", d->pad_top, 0)) ||
+        (st = at_least("pad_bottom", d->pad_bottom, 0)) || (st = at_least("pad_left", d->pad_left, 0)) ||
+        (st = at_least("pad_right", d->pad_right, 0)) || (st = at_least("groups", d->groups, 1)))
+        return st;
     if (d->c % d->groups)
         return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: groups (%lld) does not divide c (%lld)",
                         (long long)d->groups, (long long)d->c);
     if (d->k % d->groups)
         return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: groups (%lld) does not divide k (%lld)",
                         (long long)d->groups, (long long)d->k);
-    tsr_status st = out_dim("height", d->h, d->pad_top, d->pad_bottom, d->r, d->dilation_h, d->stride_h, p);
-    if (!st) st = out_dim("width", d->w, d->pad_left, d->pad_right, d->s, d->dilation_w, d->stride_w, q);
-    return st;
+    if ((st = out_dim("height", 'h', d->h, d->pad_top, d->pad_bottom, d->r, d->dilation_h, d->stride_h, p)))
+        return st;
+    return out_dim("width", 'w', d->w, d->pad_left, d->pad_right, d->s, d->dilation_w, d->stride_w, q);
 }
 
 tsr_status tsr_conv2d_output_shape(const tsr_conv2d_desc *d, int64_t *p, int64_t *q) {
     if (!d) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: desc is NULL");
+    if (d->size < sizeof *d)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                        "conv2d: desc->size (%zu) is smaller than this library's descriptor (%zu); "
+                        "call tsr_conv2d_desc_init first", d->size, sizeof *d);
     if (!p || !q) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: p and q (the outputs) must not be NULL");
-    return shape_check(d, p, q);
+    int64_t pp, qq;
+    tsr_status st = shape_check(d, &pp, &qq);
+    if (st) return st;
+    *p = pp, *q = qq;
+    return TSR_OK;
 }
 
-static bool bytes_of(tsr_dtype t, int64_t a, int64_t b, int64_t c, int64_t e, int64_t *bytes) {
-    int64_t x;
-    return tsr_mul_i64(a, b, &x) && tsr_mul_i64(x, c, &x) && tsr_mul_i64(x, e, &x) &&
-           tsr_span_bytes(x, t, bytes);
+static bool dtypes_ok(const tsr_conv2d_desc *d) {
+    if (d->x_dtype != d->w_dtype) return false;
+    switch (d->x_dtype) {
+    case TSR_F32: return d->y_dtype == TSR_F32;
+    case TSR_F16: return d->y_dtype == TSR_F32 || d->y_dtype == TSR_F16;
+    case TSR_BF16: return d->y_dtype == TSR_F32 || d->y_dtype == TSR_BF16;
+    default: return false;
+    }
 }
 
-static tsr_status conv_prepare(const tsr_context *ctx, const tsr_conv2d_desc *d, const void *x,
-                               const void *w, void *y, bool check_ptrs, tsr_problem *prob) {
+/* Elements and bytes of an a x b x c x e tensor of dtype t; false on int64 overflow. */
+static bool tensor_size(tsr_dtype t, int64_t a, int64_t b, int64_t c, int64_t e, int64_t *elems, int64_t *bytes) {
+    return tsr_mul_i64(a, b, elems) && tsr_mul_i64(*elems, c, elems) && tsr_mul_i64(*elems, e, elems) &&
+           tsr_span_bytes(*elems, t, bytes);
+}
+
+/* Epilogue checks that depend on the conv's shapes: residual strides, extents. */
+static tsr_status epilogue_extents(const tsr_conv2d_desc *d, int64_t y_elems) {
+    for (int i = 0; i < d->epilogue.num_steps; i++) {
+        const tsr_epilogue_step *s = &d->epilogue.steps[i];
+        int64_t bytes;
+        if (s->op == TSR_EPI_RESIDUAL) {
+            if (s->ld || s->batch_stride)
+                return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                                "conv2d: epilogue.steps[%d] residual ld (%lld) and batch_stride (%lld) must be 0: "
+                                "a conv2d residual is dense in the output's format", i, (long long)s->ld,
+                                (long long)s->batch_stride);
+            if (!tsr_span_bytes(y_elems, s->dtype, &bytes))
+                return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                                "conv2d: the byte size of the residual (epilogue.steps[%d]) overflows int64", i);
+        } else if (s->op == TSR_EPI_BIAS && !tsr_span_bytes(d->k, s->dtype, &bytes)) {
+            return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                            "conv2d: the byte size of the bias (epilogue.steps[%d]) overflows int64", i);
+        }
+    }
+    return TSR_OK;
+}
+
+/* A residual may be y itself (y += conv, read and written at the same
+ * element); any other overlap of y with an input would race. */
+static tsr_status epilogue_aliasing(const tsr_conv2d_desc *d, const void *y, int64_t y_elems, int64_t y_bytes) {
+    for (int i = 0; i < d->epilogue.num_steps; i++) {
+        const tsr_epilogue_step *s = &d->epilogue.steps[i];
+        if (s->op == TSR_EPI_BIAS &&
+            tsr_ranges_overlap(y, y_bytes, s->data, d->k * (int64_t)tsr_dtype_size(s->dtype)))
+            return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                            "conv2d: y overlaps the bias (epilogue.steps[%d].data)", i);
+        if (s->op == TSR_EPI_RESIDUAL && !(s->data == y && s->dtype == d->y_dtype) &&
+            tsr_ranges_overlap(y, y_bytes, s->data, y_elems * (int64_t)tsr_dtype_size(s->dtype)))
+            return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                            "conv2d: y overlaps the residual (epilogue.steps[%d].data) other than being the "
+                            "same tensor with y's dtype", i);
+    }
+    return TSR_OK;
+}
+
+/* Validates d (and the pointers when check_ptrs) and fills prob. */
+static tsr_status conv_prepare(const tsr_context *ctx, const tsr_conv2d_desc *d, const void *x, const void *w,
+                               void *y, bool check_ptrs, tsr_problem *prob) {
     tsr_status st = tsr_check_desc(ctx, d, d ? d->size : 0, sizeof *d, "conv2d", "tsr_conv2d_desc_init");
     if (st) return st;
     if ((unsigned)d->format > TSR_NCHW)
@@ -77,36 +141,45 @@ static tsr_status conv_prepare(const tsr_context *ctx, const tsr_conv2d_desc *d,
     if ((unsigned)d->filter_format > TSR_FILTER_HWIO)
         return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: filter_format (%d) is not a tsr_filter_format",
                         (int)d->filter_format);
+    if (!tsr_dtype_valid(d->x_dtype) || !tsr_dtype_valid(d->w_dtype) || !tsr_dtype_valid(d->y_dtype))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                        "conv2d: x_dtype (%d), w_dtype (%d) and y_dtype (%d) must be tsr_dtype values",
+                        (int)d->x_dtype, (int)d->w_dtype, (int)d->y_dtype);
     int64_t p, q;
     if ((st = shape_check(d, &p, &q))) return st;
-    bool ok = d->x_dtype == d->w_dtype &&
-              ((d->x_dtype == TSR_F32 && d->y_dtype == TSR_F32) ||
-               ((d->x_dtype == TSR_F16 || d->x_dtype == TSR_BF16) &&
-                (d->y_dtype == TSR_F32 || d->y_dtype == d->x_dtype)));
-    if (!ok)
+    if (!dtypes_ok(d))
         return tsr_fail(TSR_ERR_NOT_SUPPORTED,
-                        "conv2d: dtypes x=%s w=%s y=%s are not supported (f32, or f16/bf16 in with f32 or the same out)",
+                        "conv2d: dtypes x=%s w=%s y=%s are not supported (f32*f32->f32, f16*f16->f32|f16, "
+                        "bf16*bf16->f32|bf16)",
                         tsr_dtype_name(d->x_dtype), tsr_dtype_name(d->w_dtype), tsr_dtype_name(d->y_dtype));
     if ((st = tsr_epilogue_check(&d->epilogue, "conv2d", d->y_dtype))) return st;
-    for (int i = 0; i < d->epilogue.num_steps; i++)
-        if (d->epilogue.steps[i].op == TSR_EPI_RESIDUAL &&
-            (d->epilogue.steps[i].ld || d->epilogue.steps[i].batch_stride))
-            return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
-                            "conv2d: epilogue.steps[%d] residual ld/batch_stride must be 0: the residual is dense "
-                            "in the output's format", i);
-    int64_t xb, wb, yb;
-    if (!bytes_of(d->x_dtype, d->n, d->c, d->h, d->w, &xb) ||
-        !bytes_of(d->w_dtype, d->k, d->c / d->groups, d->r, d->s, &wb) ||
-        !bytes_of(d->y_dtype, d->n, d->k, p, q, &yb))
-        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: a tensor's byte size overflows int64");
+
+    int64_t xe, we, ye, xb, wb, yb;
+    if (!tensor_size(d->x_dtype, d->n, d->c, d->h, d->w, &xe, &xb))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the byte size of x (n*c*h*w = %lld*%lld*%lld*%lld) "
+                        "overflows int64", (long long)d->n, (long long)d->c, (long long)d->h, (long long)d->w);
+    if (!tensor_size(d->w_dtype, d->k, d->c / d->groups, d->r, d->s, &we, &wb))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the byte size of w (k*(c/groups)*r*s = "
+                        "%lld*%lld*%lld*%lld) overflows int64", (long long)d->k, (long long)(d->c / d->groups),
+                        (long long)d->r, (long long)d->s);
+    if (!tensor_size(d->y_dtype, d->n, d->k, p, q, &ye, &yb))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the byte size of y (n*k*p*q = %lld*%lld*%lld*%lld) "
+                        "overflows int64", (long long)d->n, (long long)d->k, (long long)p, (long long)q);
+    if ((st = epilogue_extents(d, ye))) return st;
+
     if (check_ptrs && d->n > 0) {
         if (!x) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: x is NULL");
         if (!w) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: w is NULL");
         if (!y) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: y is NULL");
-        if (ctx->ops->host_addressable &&
-            (tsr_ranges_overlap(y, yb, x, xb) || tsr_ranges_overlap(y, yb, w, wb)))
-            return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: y overlaps x or w (outputs must not alias inputs)");
+        if (ctx->ops->host_addressable) {
+            if (tsr_ranges_overlap(y, yb, x, xb))
+                return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: y overlaps x (outputs must not alias inputs)");
+            if (tsr_ranges_overlap(y, yb, w, wb))
+                return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: y overlaps w (outputs must not alias inputs)");
+            if ((st = epilogue_aliasing(d, y, ye, yb))) return st;
+        }
     }
+
     memset(prob, 0, sizeof *prob);
     prob->op = TSR_OP_CONV2D;
     prob->u.conv.d = *d;
@@ -123,7 +196,7 @@ tsr_status tsr_conv2d(tsr_context *ctx, const tsr_conv2d_desc *desc, const void 
     tsr_status st = conv_prepare(ctx, desc, x, w, y, true, &p);
     if (st) return st;
     tsr_clear_error();
-    if (desc->n == 0) return TSR_OK;
+    if (desc->n == 0) return TSR_OK; /* an empty batch: nothing to read or write */
     return tsr_dispatch(ctx, &p);
 }
 
