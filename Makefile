@@ -13,11 +13,14 @@ $(BUILD)/build.ninja:
 build: deps $(BUILD)/build.ninja
 	ninja -C $(BUILD)
 
-# The main job: build, then benchmark Tessera against the vendor libraries on
-# this machine (tuning joins when tessera-tune lands). BENCH_ARGS overrides.
+# The main job: build, tune this machine (quick; the table goes to the user
+# cache, see autotune/README.md), then benchmark Tessera against the vendor
+# libraries. TUNE_ARGS / BENCH_ARGS override.
+TUNE_ARGS ?= --quick
 BENCH_ARGS ?= --summary
 run: build
 	$(BUILD)/examples/gemm_example
+	$(BUILD)/autotune/cli/tessera-tune $(TUNE_ARGS)
 	$(BUILD)/bench/tessera-bench $(BENCH_ARGS)
 
 test: build

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../autotune/table.h"
 #include "backends.h"
 #include "internal.h"
 
@@ -45,6 +46,7 @@ tsr_status tsr_context_create(tsr_context **out, const tsr_context_options *opts
         free(ctx);
         return st; /* the backend wrote the message */
     }
+    tsr_context_attach_table(ctx); /* never fails: table_status says why not */
     *out = ctx;
     tsr_log(TSR_LOG_INFO, "context: %s device %d (%s), arch %s, %d threads",
             tsr_backend_name(ctx->backend), ctx->device, ctx->device_name, ctx->arch,
@@ -54,6 +56,7 @@ tsr_status tsr_context_create(tsr_context **out, const tsr_context_options *opts
 
 tsr_status tsr_context_destroy(tsr_context *ctx) {
     if (!ctx) return TSR_OK;
+    tsr_context_detach_table(ctx);
     if (ctx->ops && ctx->ops->destroy_fn) ctx->ops->destroy_fn(ctx);
     free(ctx);
     return TSR_OK;

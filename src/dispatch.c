@@ -3,6 +3,7 @@
  * every legal call on a backend that has one gets a correct answer. */
 #include <string.h>
 
+#include "../autotune/table.h"
 #include "internal.h"
 
 #define MAX_KERNELS_PER_OP 32
@@ -27,7 +28,9 @@ tsr_status tsr_dispatch(tsr_context *ctx, const tsr_problem *p) {
     if (!k) return tsr_fail(TSR_ERR_NOT_SUPPORTED, "%s: %s", tsr_op_name(p->op), why);
     tsr_schedule s;
     memset(&s, 0, sizeof s);
-    if (k->default_schedule) k->default_schedule(p, ctx, &s);
+    /* A tuned schedule when the context's table has one (none when tables
+     * are off), else the kernel's heuristic. */
+    if (!tsr_table_schedule(ctx, p, k, &s) && k->default_schedule) k->default_schedule(p, ctx, &s);
     tsr_set_last_kernel(k->name);
     tsr_log(TSR_LOG_DEBUG, "%s: running %s", tsr_op_name(p->op), k->name);
     return k->run(ctx, p, &s);
