@@ -28,6 +28,18 @@ static const tsr_knob gemm_knobs[] = {
 
 static bool f32_or_same(const void *p, tsr_dtype t) { return !p || t == TSR_F32; }
 
+/* Bytes spanned by batch matrices of m x n, ld apart, stride apart. */
+static int64_t span_bytes(const tsr_gemm_desc *d, int64_t ld, int64_t stride) {
+    if (d->m == 0 || d->n == 0) return 0;
+    return ((d->batch - 1) * stride + (d->m - 1) * ld + d->n) * (int64_t)sizeof(float);
+}
+
+static bool residual_overlaps_c(const tsr_gemm_problem *g, const tsr_epilogue_step *e) {
+    const tsr_gemm_desc *d = &g->d;
+    return tsr_ranges_overlap(g->c, span_bytes(d, d->ldc, d->stride_c), e->data,
+                              span_bytes(d, e->ld, e->batch_stride));
+}
+
 static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
     if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & GEMM_FEATURES) != GEMM_FEATURES) {
@@ -38,11 +50,19 @@ static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
         tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.%s: f32 outputs from f32/f16/bf16 inputs only", GEMM_ARCH);
         return false;
     }
-    for (int i = 0; i < d->epilogue.num_steps; i++)
-        if (!f32_or_same(d->epilogue.steps[i].data, d->epilogue.steps[i].dtype)) {
+    for (int i = 0; i < d->epilogue.num_steps; i++) {
+        const tsr_epilogue_step *e = &d->epilogue.steps[i];
+        if (!f32_or_same(e->data, e->dtype)) {
             tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.%s: f32 bias/residual only", GEMM_ARCH);
             return false;
         }
+        /* Partial sums are stored into C between K blocks, so a residual that
+         * is (or overlaps) C would be read after it was overwritten. */
+        if (e->op == TSR_EPI_RESIDUAL && residual_overlaps_c(&p->u.gemm, e)) {
+            tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.%s: a residual overlapping C (in-place) is left to the reference", GEMM_ARCH);
+            return false;
+        }
+    }
     return true;
 }
 
