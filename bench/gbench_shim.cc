@@ -35,16 +35,29 @@ class CollectingReporter : public benchmark::ConsoleReporter {
 
 }  // namespace
 
-extern "C" void gb_register(const char *name, gb_fn fn, void *arg, double flops, double bytes) {
-    benchmark::RegisterBenchmark(name, [fn, arg, flops, bytes](benchmark::State &st) {
+static benchmark::internal::Benchmark *register_one(const char *name, gb_fn fn, void *arg, double flops,
+                                                    double bytes, int calls) {
+    return benchmark::RegisterBenchmark(name, [fn, arg, flops, bytes, calls](benchmark::State &st) {
         gb_state s{&st};
         fn(&s, arg);
+        if (calls > 0) st.counters["calls"] = calls;
         if (flops > 0)
             st.counters["gflops"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
         if (bytes > 0)
             st.counters["gbps"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
-    })->UseRealTime()->Unit(benchmark::kMillisecond);
+    });
 }
+
+extern "C" void gb_register(const char *name, gb_fn fn, void *arg, double flops, double bytes) {
+    register_one(name, fn, arg, flops, bytes, 0)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+extern "C" void gb_register_manual(const char *name, gb_fn fn, void *arg, double flops, double bytes,
+                                   int calls) {
+    register_one(name, fn, arg, flops, bytes, calls)->UseManualTime()->Unit(benchmark::kMicrosecond);
+}
+
+extern "C" void gb_set_iteration_time(gb_state *s, double seconds) { s->st->SetIterationTime(seconds); }
 
 extern "C" int gb_keep_running(gb_state *s) { return s->st->KeepRunning(); }
 

@@ -12,6 +12,11 @@ typedef void (*gb_fn)(gb_state *st, void *arg);
 
 /* flops / bytes per iteration become the gflops / gbps rate counters (0 = none). */
 void gb_register(const char *name, gb_fn fn, void *arg, double flops, double bytes);
+/* As gb_register, but the benchmark reports the times it sets with
+ * gb_set_iteration_time (device work timed by events, not the host clock);
+ * an iteration is a batch of `calls` calls, kept as the `calls` counter. */
+void gb_register_manual(const char *name, gb_fn fn, void *arg, double flops, double bytes, int calls);
+void gb_set_iteration_time(gb_state *st, double seconds);
 int gb_keep_running(gb_state *st);
 void gb_skip_with_error(gb_state *st, const char *msg);
 /* Passes Google Benchmark's own flags through (--benchmark_filter, ...). */

@@ -12,6 +12,9 @@
 #include "peak.h"
 #include "shapes.h"
 #include "tessera.h"
+#ifdef TSR_BENCH_CUDA
+#include "cuda_suite.h"
+#endif
 
 #define MAX_IMPLS 3
 #define MAX_CASES 256
@@ -47,11 +50,16 @@ static void bench_peak(gb_state *st, void *arg) {
 }
 
 static void usage(void) {
-    puts("usage: tessera-bench [--shapes NAME|FILE]... [--impl tessera,onednn,openblas] [--threads N]\n"
-         "                     [--summary] [--json FILE] [--quick] [Google Benchmark flags]\n"
-         "  --shapes   a set in bench/shapes (square, skinny, llama, quick) or a file; repeatable\n"
-         "             (default: square, skinny, llama; --quick: quick)\n"
-         "  --threads  threads for every implementation (default: all cores)\n"
+    puts("usage: tessera-bench [--backend cpu|cuda] [--shapes NAME|FILE]... [--impl tessera,onednn,openblas]\n"
+         "                     [--threads N] [--dtypes f16,bf16,f32] [--summary] [--json FILE] [--quick]\n"
+         "                     [Google Benchmark flags]\n"
+         "  --backend  cpu (default): against oneDNN and OpenBLAS; cuda: against cuBLAS and cuBLASLt,\n"
+         "             with the GPU's mma.sync/FMA peaks and copy bandwidth measured in the same run\n"
+         "  --shapes   a set in bench/shapes (square, skinny, llama, quick, gpu_square) or a file;\n"
+         "             repeatable (default cpu: square, skinny, llama; cuda: gpu_square, llama;\n"
+         "             --quick: quick)\n"
+         "  --threads  threads for every CPU implementation (default: all cores)\n"
+         "  --dtypes   cuda: the GEMM/elementwise dtypes (default f16,bf16,f32)\n"
          "  --summary  print a table of GFLOP/s, ratios to each vendor and % of the measured peak\n"
          "  --json     write Google Benchmark JSON to FILE\n"
          "Every tessera result is checked against the vendors' before timing; a mismatch is\n"
@@ -88,7 +96,7 @@ static void cross_check(gemm_case *group, int n) {
 int main(int argc, char **argv) {
     const char *sets[16];
     int nsets = 0, summary = 0, quick = 0;
-    char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "";
+    char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "", backend[16] = "cpu", dtypes[64] = "f16,bf16,f32";
     threads = omp_get_num_procs();
     /* our flags out, Google Benchmark's through */
     char **gb_argv = calloc((size_t)argc + 3, sizeof *gb_argv);
@@ -101,6 +109,8 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc && nsets < 16) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--impl") && i + 1 < argc) snprintf(impl_list, sizeof impl_list, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--backend") && i + 1 < argc) snprintf(backend, sizeof backend, "%s", argv[++i]);
+        else if (!strcmp(argv[i], "--dtypes") && i + 1 < argc) snprintf(dtypes, sizeof dtypes, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
             snprintf(json_arg, sizeof json_arg, "--benchmark_out=%s", argv[++i]);
             gb_argv[gb_argc++] = json_arg;
@@ -108,11 +118,23 @@ int main(int argc, char **argv) {
         } else gb_argv[gb_argc++] = argv[i];
     }
     if (threads < 1) return fprintf(stderr, "tessera-bench: --threads must be >= 1\n"), 2;
+    int cuda = !strcmp(backend, "cuda");
+    if (!cuda && strcmp(backend, "cpu"))
+        return fprintf(stderr, "tessera-bench: --backend must be cpu or cuda, not '%s'\n", backend), 2;
     if (nsets == 0) {
         if (quick) sets[nsets++] = "quick";
+        else if (cuda) sets[nsets++] = "gpu_square", sets[nsets++] = "llama";
         else sets[nsets++] = "square", sets[nsets++] = "skinny", sets[nsets++] = "llama";
     }
     gb_initialize(&gb_argc, gb_argv);
+    if (cuda) {
+#ifdef TSR_BENCH_CUDA
+        return cuda_suite_main(sets, nsets, quick, summary, dtypes);
+#else
+        printf("SKIP cuda: tessera-bench was built without CUDA (nvcc or cuBLAS not found)\n");
+        return 0;
+#endif
+    }
 
     const gemm_impl *all[MAX_IMPLS] = {&impl_tessera, &impl_onednn, &impl_openblas}, *impls[MAX_IMPLS];
     int nimpl = 0;

@@ -168,16 +168,22 @@ static void check_case(tsr_context *ref, const tt_context *tc, const gcase *g) {
     tt_fill(bias, TSR_F32, g->n + 1, 14, -1, 1);
     void *res = malloc(nc * ec);
     tt_fill(res, g->out, (int64_t)nc, 15, -1, 1);
+    /* the epilogue's operands live where the context's memory does */
+    void *dbias = tt_upload(tc->ctx, bias, sizeof(float) * (size_t)(g->n + 1)), *dres = tt_upload(tc->ctx, res, nc * ec);
+    tsr_gemm_desc dd = d;
     if (g->epi) {
         d.epilogue.num_steps = 3;
         d.epilogue.steps[0] = tsr_epilogue_bias(bias, TSR_F32);
         d.epilogue.steps[1] = tsr_epilogue_activation((tsr_activation)(g->epi % 7));
         d.epilogue.steps[2] = tsr_epilogue_residual((char *)res + off * ec, g->out, 0, 0.5f);
+        dd.epilogue = d.epilogue;
+        dd.epilogue.steps[0].data = dbias;
+        dd.epilogue.steps[2].data = (char *)dres + off * ec;
     }
     memcpy(C1, C0, nc * ec);
     run_ok(ref, &d, (char *)A + off * ea, (char *)B + off * ea, (char *)C1 + off * ec);
     void *dA = tt_upload(tc->ctx, A, na * ea), *dB = tt_upload(tc->ctx, B, nb * ea), *dC = tt_upload(tc->ctx, C0, nc * ec);
-    run_ok(tc->ctx, &d, (char *)dA + off * ea, (char *)dB + off * ea, (char *)dC + off * ec);
+    run_ok(tc->ctx, &dd, (char *)dA + off * ea, (char *)dB + off * ea, (char *)dC + off * ec);
     tt_download(tc->ctx, C2, dC, nc * ec);
     char what[160];
     snprintf(what, sizeof what, "%s %s %lldx%lldx%lld b%lld %s->%s L%d T%d%d pad%d off%d epi%d a%g b%g",
@@ -187,7 +193,7 @@ static void check_case(tsr_context *ref, const tt_context *tc, const gcase *g) {
     double rtol = tt_rtol(g->out, g->k), atol = g->out == TSR_I32 ? 0 : rtol * sqrt((double)g->k + 1);
     /* padding between matrices must be untouched: compare the whole buffer */
     ck_assert_msg(tt_compare(what, C2, C1, g->out, (int64_t)nc, atol, rtol) == 0, "%s", what);
-    tt_free(tc->ctx, dA), tt_free(tc->ctx, dB), tt_free(tc->ctx, dC);
+    tt_free(tc->ctx, dA), tt_free(tc->ctx, dB), tt_free(tc->ctx, dC), tt_free(tc->ctx, dbias), tt_free(tc->ctx, dres);
     free(A), free(B), free(C0), free(C1), free(C2), free(bias), free(res);
 }
 

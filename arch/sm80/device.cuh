@@ -1,0 +1,73 @@
+/* Device-side helpers every sm80 kernel shares: dtype loads and stores,
+ * the activations and the fused epilogue, as the reference defines them. */
+#ifndef TSR_SM80_DEVICE_CUH
+#define TSR_SM80_DEVICE_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "tessera.h"
+
+__device__ __forceinline__ float tsr_dev_load(const void *p, tsr_dtype t, int64_t i) {
+    switch (t) {
+    case TSR_F16: return __half2float(((const __half *)p)[i]);
+    case TSR_BF16: return __bfloat162float(((const __nv_bfloat16 *)p)[i]);
+    case TSR_I8: return (float)((const int8_t *)p)[i];
+    case TSR_I32: return (float)((const int32_t *)p)[i];
+    default: return ((const float *)p)[i];
+    }
+}
+
+/* Round-to-nearest-even conversions, as tsr_f32_to_f16/bf16 do. */
+__device__ __forceinline__ void tsr_dev_store(void *p, tsr_dtype t, int64_t i, float v) {
+    switch (t) {
+    case TSR_F16: ((__half *)p)[i] = __float2half_rn(v); break;
+    case TSR_BF16: ((__nv_bfloat16 *)p)[i] = __float2bfloat16_rn(v); break;
+    default: ((float *)p)[i] = v; break;
+    }
+}
+
+template <typename T> __device__ __forceinline__ float tsr_to_f32(T v);
+template <> __device__ __forceinline__ float tsr_to_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ float tsr_to_f32<__half>(__half v) { return __half2float(v); }
+template <> __device__ __forceinline__ float tsr_to_f32<__nv_bfloat16>(__nv_bfloat16 v) {
+    return __bfloat162float(v);
+}
+template <typename T> __device__ __forceinline__ T tsr_from_f32(float v);
+template <> __device__ __forceinline__ float tsr_from_f32<float>(float v) { return v; }
+template <> __device__ __forceinline__ __half tsr_from_f32<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __forceinline__ __nv_bfloat16 tsr_from_f32<__nv_bfloat16>(float v) {
+    return __float2bfloat16_rn(v);
+}
+
+__device__ __forceinline__ float tsr_dev_activation(tsr_activation act, float x) {
+    switch (act) {
+    case TSR_ACT_RELU: return x > 0.0f || x != x ? x : 0.0f;
+    case TSR_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
+    case TSR_ACT_GELU_TANH:
+        return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    case TSR_ACT_SILU: return x / (1.0f + expf(-x));
+    case TSR_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case TSR_ACT_TANH: return tanhf(x);
+    default: return x;
+    }
+}
+
+/* The epilogue's steps on one value of output (b, row, col); bias_idx is the
+ * column, or the row when a column-major call made the bias run along m.
+ * Residual ld and batch_stride are resolved by the op front. */
+__device__ __forceinline__ float tsr_dev_epilogue(const tsr_epilogue &e, float v, int64_t bias_idx,
+                                                  int64_t b, int64_t row, int64_t col) {
+#pragma unroll 1
+    for (int i = 0; i < TSR_MAX_EPILOGUE_STEPS; i++) {
+        if (i >= e.num_steps) break;
+        const tsr_epilogue_step &s = e.steps[i];
+        if (s.op == TSR_EPI_BIAS) v += tsr_dev_load(s.data, s.dtype, bias_idx);
+        else if (s.op == TSR_EPI_ACTIVATION) v = tsr_dev_activation(s.activation, v);
+        else v += s.scale * tsr_dev_load(s.data, s.dtype, b * s.batch_stride + row * s.ld + col);
+    }
+    return v;
+}
+
+#endif

@@ -1,0 +1,836 @@
+/* CUDA GEMM for sm80-class GPUs (Ampere instructions; also assembled for
+ * Hopper). Four kernels, in priority order:
+ *  - skinny: M <= 16 with B stored k-contiguous (decode: y = x W^T), a
+ *    bandwidth-bound streaming kernel, one warp per few columns of N;
+ *  - tc: f16/bf16 on tensor cores: cp.async multi-stage pipeline into
+ *    XOR-swizzled shared memory, ldmatrix, mma.sync m16n8k16, grouped tile
+ *    rasterisation for L2 reuse, split-k through an f32 workspace;
+ *  - sgemm: f32 on the FMA units, 128x128 tiles, 8x8 per thread, double
+ *    buffered shared memory;
+ *  - generic: one thread per output, every dtype, layout and alignment (int8
+ *    exactly as the reference), the device-side last resort.
+ * All apply alpha, beta and the fused epilogue while the value is in
+ * registers; beta == 0 never reads C. */
+#include <string.h>
+
+#include "../../arch/sm80/device.cuh"
+#include "../../arch/sm80/mma.cuh"
+#include "../../arch/sm80/runtime.h"
+
+/* ------------------------------------------------------------ arguments */
+
+typedef struct gemm_args {
+    int64_t M, N, K;
+    const void *A, *B;
+    void *C;
+    int64_t lda, ldb, ldc;
+    int64_t sa, sb, sc; /* batch strides */
+    int64_t batch;
+    float alpha, beta;
+    tsr_dtype a_dtype, c_dtype;
+    bool trans_a, trans_b;
+    bool bias_along_m;
+    tsr_epilogue epi;
+    int split;           /* k slices; > 1 writes f32 partials, reduced afterwards */
+    int64_t k_per_split; /* multiple of the kernel's k tile */
+    float *partial;      /* [split][batch][M][N] when split > 1 */
+} gemm_args;
+
+static gemm_args args_for(const tsr_gemm_problem *g) {
+    const tsr_gemm_desc *d = &g->d;
+    gemm_args a;
+    memset(&a, 0, sizeof a);
+    a.M = d->m, a.N = d->n, a.K = d->k;
+    a.A = g->a, a.B = g->b, a.C = g->c;
+    a.lda = d->lda, a.ldb = d->ldb, a.ldc = d->ldc;
+    a.sa = d->stride_a, a.sb = d->stride_b, a.sc = d->stride_c;
+    a.batch = d->batch;
+    a.alpha = d->alpha, a.beta = d->beta;
+    a.a_dtype = d->a_dtype, a.c_dtype = d->c_dtype;
+    a.trans_a = d->trans_a == TSR_TRANS, a.trans_b = d->trans_b == TSR_TRANS;
+    a.bias_along_m = g->bias_along_m;
+    a.epi = d->epilogue;
+    a.split = 1;
+    a.k_per_split = d->k;
+    return a;
+}
+
+/* alpha, beta, the epilogue and the store of one output value. Out of line:
+ * inlined at each of a thread's up to 128 accumulators, the epilogue (with
+ * its erf/tanh/exp activations) multiplied code size and compile time by
+ * an order of magnitude for no speed; a call per output is noise next to
+ * the k loop. */
+__device__ __noinline__ void store_out(const gemm_args &g, int64_t b, int64_t row, int64_t col,
+                                       float acc) {
+    int64_t ci = b * g.sc + row * g.ldc + col;
+    float v = g.alpha * acc;
+    if (g.beta != 0.0f) v += g.beta * tsr_dev_load(g.C, g.c_dtype, ci);
+    v = tsr_dev_epilogue(g.epi, v, g.bias_along_m ? row : col, b, row, col);
+    tsr_dev_store(g.C, g.c_dtype, ci, v);
+}
+
+/* int8 results as the reference: the int32 accumulator wraps; alpha/beta
+ * other than (1, 0|1) are applied in double, rounded to even, saturated. */
+__device__ int32_t i32_result(int32_t acc, int32_t c, float alpha, float beta) {
+    if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f))
+        return (int32_t)((uint32_t)acc + (beta == 1.0f ? (uint32_t)c : 0u));
+    double v = (double)alpha * acc + (beta != 0.0f ? (double)beta * c : 0.0);
+    v = rint(v);
+    if (v > 2147483647.0) return INT32_MAX;
+    if (v < -2147483648.0) return INT32_MIN;
+    return (int32_t)v;
+}
+
+/* A finished accumulator: to the workspace when k is split, straight to C
+ * when there is nothing to fuse, else through store_out. */
+__device__ __forceinline__ void emit(const gemm_args &g, int z, int64_t b, int64_t row, int64_t col,
+                                     float acc) {
+    if (g.split > 1)
+        g.partial[((int64_t)z * g.batch + b) * g.M * g.N + row * g.N + col] = acc;
+    else if (g.beta == 0.0f && g.epi.num_steps == 0)
+        tsr_dev_store(g.C, g.c_dtype, b * g.sc + row * g.ldc + col, g.alpha * acc);
+    else
+        store_out(g, b, row, col, acc);
+}
+
+/* An int8 tile's accumulator (i32 output, never split, no epilogue). */
+__device__ __forceinline__ void emit(const gemm_args &g, int z, int64_t b, int64_t row, int64_t col, int acc) {
+    (void)z;
+    int32_t *C = (int32_t *)g.C + b * g.sc + row * g.ldc + col;
+    *C = i32_result(acc, g.beta != 0.0f ? *C : 0, g.alpha, g.beta);
+}
+
+/* Sums the k slices in a fixed order (deterministic), then the epilogue. */
+__global__ void splitk_reduce(gemm_args g) {
+    int64_t total = g.batch * g.M * g.N, slice = total;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float acc = 0.0f;
+        for (int z = 0; z < g.split; z++) acc += g.partial[z * slice + i];
+        int64_t b = i / (g.M * g.N), r = i % (g.M * g.N);
+        store_out(g, b, r / g.N, r % g.N, acc);
+    }
+}
+
+static int blocks_for(int64_t n, int threads, int sms) {
+    int64_t blocks = (n + threads - 1) / threads, cap = (int64_t)sms * 16;
+    return (int)(blocks < 1 ? 1 : blocks > cap ? cap : blocks);
+}
+
+/* Workspace and the reduce launch around a split-k kernel. */
+static tsr_status splitk_prepare(tsr_context *ctx, gemm_args *a, int split, int64_t k_tile) {
+    if (split <= 1) return TSR_OK;
+    int64_t per = (a->K + split - 1) / split;
+    per = (per + k_tile - 1) / k_tile * k_tile;
+    int used = (int)((a->K + per - 1) / per);
+    if (used <= 1) return TSR_OK;
+    void *ws = NULL;
+    size_t bytes = sizeof(float) * (size_t)used * (size_t)a->batch * (size_t)a->M * (size_t)a->N;
+    tsr_status st = tsr_cuda_workspace(ctx, bytes, &ws);
+    if (st) return st;
+    a->split = used;
+    a->k_per_split = per;
+    a->partial = (float *)ws;
+    return TSR_OK;
+}
+
+static tsr_status splitk_finish(tsr_context *ctx, const gemm_args *a, const char *who) {
+    if (a->split <= 1) return TSR_OK;
+    splitk_reduce<<<blocks_for(a->batch * a->M * a->N, 256, tsr_cuda(ctx)->sm_count), 256, 0,
+                    tsr_cuda_stream(ctx)>>>(*a);
+    return tsr_cuda_after_launch(who);
+}
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+/* ---------------------------------------------------- tensor-core kernel */
+
+/* Physical 16-byte chunk of logical chunk c in a row of W chunks: an XOR
+ * swizzle so that the 8 rows one ldmatrix phase reads, and the rows
+ * cp.async writes, fall in 8 different bank groups. */
+template <int W> __device__ __forceinline__ int swz(int row, int c) {
+    if (W >= 8) return c ^ (row & 7);
+    if (W == 4) return c ^ ((row >> 1) & 3);
+    if (W == 2) return c ^ ((row >> 2) & 1);
+    return c;
+}
+
+template <int STAGES_LEFT> __device__ __forceinline__ void wait_stages(int stages) {
+    /* cp.async.wait_group takes an immediate: stages - 2 groups may stay in flight */
+    switch (stages) {
+    case 2: tsr_cp_async_wait<0>(); break;
+    case 3: tsr_cp_async_wait<1>(); break;
+    case 4: tsr_cp_async_wait<2>(); break;
+    default: tsr_cp_async_wait<3>(); break;
+    }
+}
+
+/* One CTA computes a BM x BN tile of C from k tiles of BK elements. AK: A is
+ * stored k-contiguous (m x k row-major); else m-contiguous (A^T stored).
+ * BKM: B is stored k-contiguous (n x k); else n-contiguous (k x n). T is
+ * f16/bf16, or int8 (k-contiguous A and B only: ldmatrix cannot transpose
+ * bytes); shared memory moves in 16-byte chunks of EPC elements, and an mma
+ * step consumes two chunks of k. */
+template <typename T, int BM, int BN, int BK, int WM, int WN, bool AK, bool BKM>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+    tc_gemm(gemm_args g, int stages, int raster) {
+    typedef typename tsr_mma_op<T>::acc Acc;
+    constexpr int ES = (int)sizeof(T), EPC = 16 / ES, KSTEP = 2 * EPC;
+    static_assert(ES == 2 || (AK && BKM), "int8 tiles need k-contiguous A and B");
+    constexpr int WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32;
+    constexpr int MI = WM / 16, NI = WN / 8;
+    constexpr int A_ROWS = AK ? BM : BK, A_W = (AK ? BK : BM) / EPC;
+    constexpr int B_ROWS = BKM ? BN : BK, B_W = (BKM ? BK : BN) / EPC;
+    constexpr int A_ITERS = A_ROWS * A_W / THREADS, B_ITERS = B_ROWS * B_W / THREADS;
+    constexpr int A_TILE = BM * BK, B_TILE = BN * BK;
+    static_assert(A_ROWS * A_W % THREADS == 0 && B_ROWS * B_W % THREADS == 0, "tile/threads");
+    static_assert(NI % 2 == 0, "B fragments load in pairs");
+
+    extern __shared__ uint4 smem_raw[];
+    T *smem = (T *)smem_raw;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
+
+    /* grouped rasterisation: `raster` tile rows sweep N together */
+    const int tiles_m = (int)((g.M + BM - 1) / BM), tiles_n = (int)((g.N + BN - 1) / BN);
+    const int pid = blockIdx.x, group = raster * tiles_n;
+    const int first_m = (pid / group) * raster;
+    const int gsz = min(tiles_m - first_m, raster);
+    const int tm = first_m + (pid % group) % gsz, tn = (pid % group) / gsz;
+    const int64_t m0 = (int64_t)tm * BM, n0 = (int64_t)tn * BN;
+    const int z = blockIdx.z % g.split;
+    const int64_t b = blockIdx.z / g.split;
+    const int64_t kbeg = z * g.k_per_split;
+    const int64_t kend = min(g.K, kbeg + g.k_per_split);
+    const int ktiles = kend > kbeg ? (int)((kend - kbeg + BK - 1) / BK) : 0;
+
+    const T *A = (const T *)g.A + b * g.sa;
+    const T *B = (const T *)g.B + b * g.sb;
+
+    /* Each thread's chunks: fixed rows/columns, the k offset moves. */
+    auto load_tile = [&](int slot, int kt) {
+        const int64_t k0 = kbeg + (int64_t)kt * BK;
+        T *sA = smem + slot * (A_TILE + B_TILE), *sB = sA + A_TILE;
+#pragma unroll
+        for (int it = 0; it < A_ITERS; it++) {
+            int i = tid + it * THREADS, r = i / A_W, c = i % A_W;
+            int64_t gm, gk;
+            int bytes;
+            if (AK) {
+                gm = m0 + r, gk = k0 + c * EPC;
+                int64_t left = kend - gk;
+                bytes = gm < g.M && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
+            } else {
+                gk = k0 + r, gm = m0 + c * EPC;
+                int64_t left = g.M - gm;
+                bytes = gk < kend && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
+            }
+            const T *src = bytes ? (AK ? A + gm * g.lda + gk : A + gk * g.lda + gm) : A;
+            tsr_cp_async16(sA + r * A_W * EPC + swz<A_W>(r, c) * EPC, src, bytes);
+        }
+#pragma unroll
+        for (int it = 0; it < B_ITERS; it++) {
+            int i = tid + it * THREADS, r = i / B_W, c = i % B_W;
+            int64_t gn, gk;
+            int bytes;
+            if (BKM) {
+                gn = n0 + r, gk = k0 + c * EPC;
+                int64_t left = kend - gk;
+                bytes = gn < g.N && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
+            } else {
+                gk = k0 + r, gn = n0 + c * EPC;
+                int64_t left = g.N - gn;
+                bytes = gk < kend && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
+            }
+            const T *src = bytes ? (BKM ? B + gn * g.ldb + gk : B + gk * g.ldb + gn) : B;
+            tsr_cp_async16(sB + r * B_W * EPC + swz<B_W>(r, c) * EPC, src, bytes);
+        }
+    };
+
+    Acc acc[MI][NI][4];
+#pragma unroll
+    for (int i = 0; i < MI; i++)
+#pragma unroll
+        for (int j = 0; j < NI; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) acc[i][j][r] = 0;
+
+    for (int s = 0; s < stages - 1; s++) {
+        if (s < ktiles) load_tile(s, s);
+        tsr_cp_async_commit();
+    }
+
+    const int j8 = lane >> 3, i8 = lane & 7;
+    for (int kt = 0; kt < ktiles; kt++) {
+        wait_stages<0>(stages);
+        __syncthreads(); /* tile kt landed for all; slot (kt-1) % stages is free */
+        int next = kt + stages - 1;
+        if (next < ktiles) load_tile(next % stages, next);
+        tsr_cp_async_commit();
+
+        const T *sA = smem + (kt % stages) * (A_TILE + B_TILE), *sB = sA + A_TILE;
+#pragma unroll
+        for (int kk = 0; kk < BK / KSTEP; kk++) {
+            uint32_t af[MI][4], bf[NI][2];
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++) {
+                if (AK) {
+                    int row = wm * WM + mi * 16 + (lane & 15), ch = kk * 2 + (lane >> 4);
+                    tsr_ldmatrix_x4(af[mi], sA + row * A_W * EPC + swz<A_W>(row, ch) * EPC);
+                } else {
+                    int row = kk * 16 + (j8 >> 1) * 8 + i8, ch = (wm * WM + mi * 16 + (j8 & 1) * 8) / 8;
+                    tsr_ldmatrix_x4_trans(af[mi], sA + row * A_W * EPC + swz<A_W>(row, ch) * EPC);
+                }
+            }
+#pragma unroll
+            for (int np = 0; np < NI / 2; np++) {
+                uint32_t r4[4];
+                if (BKM) {
+                    int row = wn * WN + np * 16 + (j8 >> 1) * 8 + i8, ch = kk * 2 + (j8 & 1);
+                    tsr_ldmatrix_x4(r4, sB + row * B_W * EPC + swz<B_W>(row, ch) * EPC);
+                } else {
+                    int row = kk * 16 + (j8 & 1) * 8 + i8, ch = (wn * WN + np * 16 + (j8 >> 1) * 8) / 8;
+                    tsr_ldmatrix_x4_trans(r4, sB + row * B_W * EPC + swz<B_W>(row, ch) * EPC);
+                }
+                bf[2 * np][0] = r4[0], bf[2 * np][1] = r4[1];
+                bf[2 * np + 1][0] = r4[2], bf[2 * np + 1][1] = r4[3];
+            }
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                for (int ni = 0; ni < NI; ni++) tsr_mma_op<T>::run(acc[mi][ni], af[mi], bf[ni]);
+        }
+    }
+    tsr_cp_async_wait<0>();
+
+#pragma unroll
+    for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+        for (int ni = 0; ni < NI; ni++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) {
+                int64_t row = m0 + wm * WM + mi * 16 + (lane >> 2) + 8 * (r >> 1);
+                int64_t col = n0 + wn * WN + ni * 8 + (lane & 3) * 2 + (r & 1);
+                if (row < g.M && col < g.N) emit(g, z, b, row, col, acc[mi][ni][r]);
+            }
+}
+
+/* The tile shapes the "tile" knob picks from. */
+typedef struct tc_config {
+    int bm, bn, bk, wm, wn;
+} tc_config;
+static const tc_config tc_configs[] = {
+    {128, 128, 32, 64, 64}, /* 0: 4 warps, the all-rounder */
+    {128, 256, 32, 64, 64}, /* 1: 8 warps, large N */
+    {256, 128, 32, 64, 64}, /* 2: 8 warps, large M */
+    {64, 128, 64, 32, 64},  /* 3: 4 warps, medium shapes */
+    {64, 64, 64, 32, 32},   /* 4: 4 warps, small shapes and split-k */
+};
+#define TC_CONFIGS 5
+/* int8: the same tiles in bytes, so twice the k elements per tile */
+static const tc_config tc_i8_configs[TC_CONFIGS] = {
+    {128, 128, 64, 64, 64}, {128, 256, 64, 64, 64}, {256, 128, 64, 64, 64},
+    {64, 128, 128, 32, 64}, {64, 64, 128, 32, 32},
+};
+
+static const tc_config *tc_config_of(tsr_dtype t, int cfg) {
+    return t == TSR_I8 ? &tc_i8_configs[cfg] : &tc_configs[cfg];
+}
+
+static size_t tc_smem(const tc_config *c, int stages, tsr_dtype t) {
+    return (size_t)stages * (size_t)(c->bm + c->bn) * (size_t)c->bk * tsr_dtype_size(t);
+}
+
+typedef void (*tc_fn)(gemm_args, int, int);
+
+template <typename T, int BM, int BN, int BK, int WM, int WN>
+static tc_fn tc_pick_layout(bool ak, bool bkm) {
+    if (ak && bkm) return tc_gemm<T, BM, BN, BK, WM, WN, true, true>;
+    if (ak) return tc_gemm<T, BM, BN, BK, WM, WN, true, false>;
+    if (bkm) return tc_gemm<T, BM, BN, BK, WM, WN, false, true>;
+    return tc_gemm<T, BM, BN, BK, WM, WN, false, false>;
+}
+
+template <typename T> static tc_fn tc_pick(int cfg, bool ak, bool bkm) {
+    switch (cfg) {
+    case 0: return tc_pick_layout<T, 128, 128, 32, 64, 64>(ak, bkm);
+    case 1: return tc_pick_layout<T, 128, 256, 32, 64, 64>(ak, bkm);
+    case 2: return tc_pick_layout<T, 256, 128, 32, 64, 64>(ak, bkm);
+    case 3: return tc_pick_layout<T, 64, 128, 64, 32, 64>(ak, bkm);
+    default: return tc_pick_layout<T, 64, 64, 64, 32, 32>(ak, bkm);
+    }
+}
+
+static tc_fn tc_pick_i8(int cfg) {
+    switch (cfg) {
+    case 0: return tc_gemm<int8_t, 128, 128, 64, 64, 64, true, true>;
+    case 1: return tc_gemm<int8_t, 128, 256, 64, 64, 64, true, true>;
+    case 2: return tc_gemm<int8_t, 256, 128, 64, 64, 64, true, true>;
+    case 3: return tc_gemm<int8_t, 64, 128, 128, 32, 64, true, true>;
+    default: return tc_gemm<int8_t, 64, 64, 128, 32, 32, true, true>;
+    }
+}
+
+static const int tc_tile_values[] = {0, 1, 2, 3, 4};
+static const int tc_stage_values[] = {2, 3, 4, 5};
+static const int tc_split_values[] = {1, 2, 3, 4, 6, 8, 12, 16};
+static const int tc_raster_values[] = {1, 4, 8, 16};
+static const tsr_knob tc_knobs[] = {
+    {"tile", 5, tc_tile_values},
+    {"stages", 4, tc_stage_values},
+    {"split_k", 8, tc_split_values},
+    {"raster", 4, tc_raster_values},
+};
+enum { K_TILE, K_STAGES, K_SPLIT, K_RASTER };
+
+static bool tc_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    const tsr_gemm_desc *d = &g->d;
+    if (ctx->backend != TSR_BACKEND_CUDA)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.tc runs on cuda"), false;
+    if (d->a_dtype == TSR_I8) {
+        /* m16n8k32 on bytes: k-contiguous A and B (x W^T), i32 out, no epilogue */
+        if (d->b_dtype != TSR_I8 || d->c_dtype != TSR_I32 || d->trans_a == TSR_TRANS ||
+            d->trans_b != TSR_TRANS || d->epilogue.num_steps)
+            return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                           "gemm.sm80.tc int8: A k-contiguous, B transposed, i32 out, no epilogue"), false;
+        if (!aligned16(g->a) || !aligned16(g->b) || d->lda % 16 || d->ldb % 16 ||
+            (d->batch > 1 && (d->stride_a % 16 || d->stride_b % 16)))
+            return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                           "gemm.sm80.tc int8 needs 16-byte aligned rows (lda, ldb, strides %% 16 == 0)"), false;
+        if (d->batch > 65535)
+            return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.tc: batch > 65535"), false;
+        return true;
+    }
+    if ((d->a_dtype != TSR_F16 && d->a_dtype != TSR_BF16) || d->b_dtype != d->a_dtype ||
+        !tsr_is_float_dtype(d->c_dtype))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.tc takes f16/bf16 or int8 inputs"), false;
+    /* cp.async moves 16-byte chunks: 8 elements per row start, every batch */
+    if (!aligned16(g->a) || !aligned16(g->b) || d->lda % 8 || d->ldb % 8 ||
+        (d->batch > 1 && (d->stride_a % 8 || d->stride_b % 8)))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                       "gemm.sm80.tc needs 16-byte aligned A/B rows (lda, ldb, strides %% 8 == 0)"), false;
+    if (d->batch > 65535 / 16)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.tc: batch > 4095"), false;
+    return true;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static void tc_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    int sms = tsr_cuda(ctx)->sm_count;
+    /* The largest tile that still gives every SM a CTA; else the smallest
+     * tile with k split until the SMs are busy. */
+    const int order[] = {d->n >= d->m ? 1 : 2, 0, 3, 4};
+    int cfg = 4, split = 1;
+    for (int i = 0; i < 4; i++) {
+        const tc_config *c = &tc_configs[order[i]];
+        int64_t ctas = ceil_div(d->m, c->bm) * ceil_div(d->n, c->bn) * d->batch;
+        if (ctas >= sms) {
+            cfg = order[i];
+            break;
+        }
+    }
+    if (cfg == 4 && d->a_dtype != TSR_I8) { /* int8 sums exactly in i32: never split */
+        int64_t ctas = ceil_div(d->m, 64) * ceil_div(d->n, 64) * d->batch;
+        int64_t want = sms / (ctas ? ctas : 1);
+        int64_t kmax = d->k / 512; /* keep each slice long enough to pipeline */
+        if (want > kmax) want = kmax;
+        for (int i = 7; i >= 0; i--)
+            if (tc_split_values[i] <= want) {
+                split = tc_split_values[i];
+                break;
+            }
+    }
+    s->v[K_TILE] = cfg;
+    s->v[K_STAGES] = tc_configs[cfg].bk == 64 ? 3 : 4;
+    s->v[K_SPLIT] = split;
+    s->v[K_RASTER] = 8;
+}
+
+static bool tc_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (s->v[K_TILE] < 0 || s->v[K_TILE] >= TC_CONFIGS) return false;
+    const tc_config *c = tc_config_of(d->a_dtype, s->v[K_TILE]);
+    if (tc_smem(c, s->v[K_STAGES], d->a_dtype) > tsr_cuda(ctx)->smem_optin) return false;
+    if (d->a_dtype == TSR_I8) return s->v[K_SPLIT] == 1;
+    /* a split whose slices would be shorter than a few k tiles only adds traffic */
+    return s->v[K_SPLIT] == 1 || d->k >= (int64_t)s->v[K_SPLIT] * 2 * c->bk;
+}
+
+static tsr_status tc_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_status st = tsr_cuda_enter(ctx);
+    if (st) return st;
+    const tsr_dtype t = g->d.a_dtype;
+    int cfg = s->v[K_TILE] >= 0 && s->v[K_TILE] < TC_CONFIGS ? s->v[K_TILE] : 0;
+    const tc_config *c = tc_config_of(t, cfg);
+    int stages = s->v[K_STAGES] >= 2 && s->v[K_STAGES] <= 5 ? s->v[K_STAGES] : 3;
+    while (stages > 2 && tc_smem(c, stages, t) > tsr_cuda(ctx)->smem_optin) stages--;
+    int raster = s->v[K_RASTER] > 0 ? s->v[K_RASTER] : 1;
+    gemm_args a = args_for(g);
+    st = splitk_prepare(ctx, &a, t == TSR_I8 ? 1 : s->v[K_SPLIT], c->bk);
+    if (st) return st;
+    bool ak = !a.trans_a, bkm = a.trans_b;
+    tc_fn fn = t == TSR_F16    ? tc_pick<__half>(cfg, ak, bkm)
+               : t == TSR_BF16 ? tc_pick<__nv_bfloat16>(cfg, ak, bkm)
+                               : tc_pick_i8(cfg);
+    size_t smem = tc_smem(c, stages, t);
+    st = tsr_cuda_status(cudaFuncSetAttribute((const void *)fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)smem),
+                         "gemm.sm80.tc: cudaFuncSetAttribute");
+    if (st) return st;
+    int64_t tiles = ceil_div(a.M, c->bm) * ceil_div(a.N, c->bn);
+    if (tiles > 0x7fffffff)
+        return tsr_fail(TSR_ERR_NOT_SUPPORTED, "gemm.sm80.tc: %lld tiles exceed the grid", (long long)tiles);
+    dim3 grid((unsigned)tiles, 1, (unsigned)(a.batch * a.split));
+    int threads = (c->bm / c->wm) * (c->bn / c->wn) * 32;
+    fn<<<grid, threads, smem, tsr_cuda_stream(ctx)>>>(a, stages, raster);
+    st = tsr_cuda_after_launch("gemm.sm80.tc");
+    if (st) return st;
+    return splitk_finish(ctx, &a, "gemm.sm80.tc: split-k reduce");
+}
+
+extern "C" const tsr_kernel tsr_gemm_sm80_tc = {
+    "gemm.sm80.tc", TSR_OP_GEMM, TSR_BACKEND_CUDA, "sm80", tc_supports, 4, tc_knobs,
+    tc_default, tc_valid, tc_run,
+};
+
+/* -------------------------------------------------------- skinny kernel */
+
+/* y (M <= 16 rows) = x W^T with W stored n x k: the weights stream once
+ * from memory at full width. Each warp owns NW columns; lanes stride k in
+ * 16-byte vectors, so a warp reads 512 contiguous bytes of each W row per
+ * step; the few rows of A come from L1. A warp-shuffle reduction ends it. */
+template <typename T> struct vec16 {
+    static constexpr int n = 16 / sizeof(T);
+};
+
+template <typename T> __device__ __forceinline__ void unpack16(const uint4 &v, float *out) {
+    const T *e = (const T *)&v;
+#pragma unroll
+    for (int i = 0; i < vec16<T>::n; i++) out[i] = tsr_to_f32<T>(e[i]);
+}
+
+template <typename T, int MT, int NW>
+__global__ void __launch_bounds__(128) skinny_nt(gemm_args g) {
+    constexpr int VE = vec16<T>::n;
+    const int lane = threadIdx.x & 31;
+    const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+    const int64_t n0 = warp * NW;
+    if (n0 >= g.N) return;
+    const int z = blockIdx.z % g.split;
+    const int64_t b = blockIdx.z / g.split;
+    const int64_t kbeg = z * g.k_per_split, kend = min(g.K, kbeg + g.k_per_split);
+    const T *A = (const T *)g.A + b * g.sa;
+    const T *B = (const T *)g.B + b * g.sb;
+    const int M = (int)g.M;
+
+    float acc[MT][NW];
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int j = 0; j < NW; j++) acc[m][j] = 0.0f;
+
+    /* whole vectors; both loads of a step issue before the arithmetic */
+    const int64_t kvec_end = kbeg + (kend - kbeg) / VE * VE;
+    for (int64_t k = kbeg + lane * VE; k < kvec_end; k += 32 * VE) {
+        uint4 bv[NW];
+#pragma unroll
+        for (int j = 0; j < NW; j++) {
+            int64_t n = min(n0 + j, g.N - 1);
+            bv[j] = __ldg((const uint4 *)(B + n * g.ldb + k));
+        }
+#pragma unroll
+        for (int m = 0; m < MT; m++) {
+            if (m >= M) break;
+            float af[VE];
+            unpack16<T>(__ldg((const uint4 *)(A + m * g.lda + k)), af);
+#pragma unroll
+            for (int j = 0; j < NW; j++) {
+                float bf[VE];
+                unpack16<T>(bv[j], bf);
+#pragma unroll
+                for (int e = 0; e < VE; e++) acc[m][j] = fmaf(af[e], bf[e], acc[m][j]);
+            }
+        }
+    }
+    for (int64_t k = kvec_end + lane; k < kend; k += 32) /* the k tail */
+#pragma unroll
+        for (int m = 0; m < MT; m++) {
+            if (m >= M) break;
+            float av = tsr_to_f32<T>(A[m * g.lda + k]);
+#pragma unroll
+            for (int j = 0; j < NW; j++) {
+                int64_t n = min(n0 + j, g.N - 1);
+                acc[m][j] = fmaf(av, tsr_to_f32<T>(B[n * g.ldb + k]), acc[m][j]);
+            }
+        }
+
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int j = 0; j < NW; j++)
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) acc[m][j] += __shfl_xor_sync(0xffffffffu, acc[m][j], o);
+#pragma unroll
+    for (int m = 0; m < MT; m++)
+#pragma unroll
+        for (int j = 0; j < NW; j++)
+            if (lane == ((m * NW + j) & 31) && m < M && n0 + j < g.N) emit(g, z, b, m, n0 + j, acc[m][j]);
+}
+
+typedef void (*skinny_fn)(gemm_args);
+
+template <typename T> static skinny_fn skinny_pick(int64_t m, int nw) {
+#define SK(MT)                                                                        \
+    if (m <= MT) return nw == 2 ? skinny_nt<T, MT, 2> : nw == 8 ? skinny_nt<T, MT, 8> \
+                                                                : skinny_nt<T, MT, 4>;
+    SK(1) SK(2) SK(4) SK(8)
+#undef SK
+    return nw == 2 ? skinny_nt<T, 16, 2> : skinny_nt<T, 16, 4>;
+}
+
+static const int sk_cols_values[] = {2, 4, 8};
+static const int sk_split_values[] = {1, 2, 4, 8};
+static const tsr_knob sk_knobs[] = {
+    {"cols_per_warp", 3, sk_cols_values},
+    {"split_k", 4, sk_split_values},
+};
+
+static bool sk_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    const tsr_gemm_desc *d = &g->d;
+    if (ctx->backend != TSR_BACKEND_CUDA)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.skinny runs on cuda"), false;
+    if (!tsr_is_float_dtype(d->a_dtype) || d->b_dtype != d->a_dtype || !tsr_is_float_dtype(d->c_dtype))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.skinny takes float inputs"), false;
+    if (d->m > 16 || d->trans_a == TSR_TRANS || d->trans_b != TSR_TRANS)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                       "gemm.sm80.skinny: M <= 16 with A and B both k-contiguous"), false;
+    int64_t ve = 16 / (int64_t)tsr_dtype_size(d->a_dtype);
+    if (!aligned16(g->a) || !aligned16(g->b) || d->lda % ve || d->ldb % ve ||
+        (d->batch > 1 && (d->stride_a % ve || d->stride_b % ve)) || d->batch > 65535 / 8)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                       "gemm.sm80.skinny needs 16-byte aligned rows and batch <= 8191"), false;
+    return true;
+}
+
+static void sk_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    int sms = tsr_cuda(ctx)->sm_count;
+    s->v[0] = d->m <= 4 ? 4 : 2;
+    /* enough warps in flight to cover memory latency: ~16 per SM */
+    int64_t warps = ceil_div(d->n, s->v[0]) * d->batch;
+    int split = 1;
+    while (split < 8 && warps * split < (int64_t)sms * 16 && d->k / (split * 2) >= 1024) split *= 2;
+    s->v[1] = split;
+}
+
+static tsr_status sk_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_status st = tsr_cuda_enter(ctx);
+    if (st) return st;
+    gemm_args a = args_for(g);
+    int nw = s->v[0] == 2 || s->v[0] == 8 ? s->v[0] : 4;
+    if (nw == 8 && a.M > 8) nw = 4; /* 16 x 8 accumulators would spill */
+    st = splitk_prepare(ctx, &a, s->v[1], 256);
+    if (st) return st;
+    skinny_fn fn = g->d.a_dtype == TSR_F16    ? skinny_pick<__half>(a.M, nw)
+                   : g->d.a_dtype == TSR_BF16 ? skinny_pick<__nv_bfloat16>(a.M, nw)
+                                              : skinny_pick<float>(a.M, nw);
+    int64_t warps = ceil_div(a.N, nw);
+    dim3 grid((unsigned)ceil_div(warps, 4), 1, (unsigned)(a.batch * a.split));
+    fn<<<grid, 128, 0, tsr_cuda_stream(ctx)>>>(a);
+    st = tsr_cuda_after_launch("gemm.sm80.skinny");
+    if (st) return st;
+    return splitk_finish(ctx, &a, "gemm.sm80.skinny: split-k reduce");
+}
+
+extern "C" const tsr_kernel tsr_gemm_sm80_skinny = {
+    "gemm.sm80.skinny", TSR_OP_GEMM, TSR_BACKEND_CUDA, "sm80", sk_supports, 2, sk_knobs,
+    sk_default, NULL, sk_run,
+};
+
+/* ---------------------------------------------------------- f32 SGEMM */
+
+/* 128 x 128 tile, k steps of 8, 256 threads each computing 8 x 8 as four
+ * 4 x 4 blocks 64 apart (so the shared-memory float4 reads of a warp do not
+ * conflict). Shared tiles hold A^T and B k-major-by-row: As[k][m], Bs[k][n];
+ * the next k tile is loaded into registers while this one is computed. */
+template <bool AK, bool BKM> __global__ void __launch_bounds__(256) sgemm_128(gemm_args g) {
+    __shared__ __align__(16) float As[2][8][128];
+    __shared__ __align__(16) float Bs[2][8][128];
+    const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
+    const int tiles_n = (int)((g.N + 127) / 128);
+    const int64_t m0 = (int64_t)(blockIdx.x / tiles_n) * 128, n0 = (int64_t)(blockIdx.x % tiles_n) * 128;
+    const int z = blockIdx.z % g.split;
+    const int64_t b = blockIdx.z / g.split;
+    const int64_t kbeg = z * g.k_per_split, kend = min(g.K, kbeg + g.k_per_split);
+    const float *A = (const float *)g.A + b * g.sa, *B = (const float *)g.B + b * g.sb;
+
+    /* each thread moves 4 values of A and 4 of B per k tile */
+    const int a_r = AK ? tid >> 1 : tid >> 5, a_c = AK ? (tid & 1) * 4 : (tid & 31) * 4;
+    const int b_r = BKM ? tid >> 1 : tid >> 5, b_c = BKM ? (tid & 1) * 4 : (tid & 31) * 4;
+    float ra[4], rb[4];
+    auto fetch = [&](int64_t k0) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int64_t m, k;
+            if (AK) m = m0 + a_r, k = k0 + a_c + i;
+            else k = k0 + a_r, m = m0 + a_c + i;
+            ra[i] = m < g.M && k < kend ? A[AK ? m * g.lda + k : k * g.lda + m] : 0.0f;
+            int64_t n, kb;
+            if (BKM) n = n0 + b_r, kb = k0 + b_c + i;
+            else kb = k0 + b_r, n = n0 + b_c + i;
+            rb[i] = n < g.N && kb < kend ? B[BKM ? n * g.ldb + kb : kb * g.ldb + n] : 0.0f;
+        }
+    };
+    auto stash = [&](int buf) {
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            if (AK) As[buf][a_c + i][a_r] = ra[i];
+            else As[buf][a_r][a_c + i] = ra[i];
+            if (BKM) Bs[buf][b_c + i][b_r] = rb[i];
+            else Bs[buf][b_r][b_c + i] = rb[i];
+        }
+    };
+
+    float acc[8][8];
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) acc[i][j] = 0.0f;
+
+    int buf = 0;
+    if (kbeg < kend) {
+        fetch(kbeg);
+        stash(0);
+    }
+    __syncthreads();
+    for (int64_t k0 = kbeg; k0 < kend; k0 += 8) {
+        bool more = k0 + 8 < kend;
+        if (more) fetch(k0 + 8);
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float a[8], bb[8];
+            *(float4 *)&a[0] = *(const float4 *)&As[buf][k][ty * 4];
+            *(float4 *)&a[4] = *(const float4 *)&As[buf][k][64 + ty * 4];
+            *(float4 *)&bb[0] = *(const float4 *)&Bs[buf][k][tx * 4];
+            *(float4 *)&bb[4] = *(const float4 *)&Bs[buf][k][64 + tx * 4];
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++) acc[i][j] = fmaf(a[i], bb[j], acc[i][j]);
+        }
+        if (more) {
+            stash(buf ^ 1);
+            __syncthreads();
+            buf ^= 1;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++) {
+            int64_t row = m0 + (i < 4 ? ty * 4 + i : 64 + ty * 4 + i - 4);
+            int64_t col = n0 + (j < 4 ? tx * 4 + j : 64 + tx * 4 + j - 4);
+            if (row < g.M && col < g.N) emit(g, z, b, row, col, acc[i][j]);
+        }
+}
+
+static const int sg_split_values[] = {1, 2, 4, 8};
+static const tsr_knob sg_knobs[] = {{"split_k", 4, sg_split_values}};
+
+static bool sg_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (ctx->backend != TSR_BACKEND_CUDA)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.sgemm runs on cuda"), false;
+    if (d->a_dtype != TSR_F32 || d->b_dtype != TSR_F32 || d->c_dtype != TSR_F32)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.sgemm is f32 only"), false;
+    if (d->batch > 65535 / 8)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.sgemm: batch > 8191"), false;
+    return true;
+}
+
+static void sg_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    int64_t ctas = ceil_div(d->m, 128) * ceil_div(d->n, 128) * d->batch;
+    int64_t want = tsr_cuda(ctx)->sm_count / (ctas ? ctas : 1);
+    int split = 1;
+    while (split < 8 && split * 2 <= want && d->k / (split * 2) >= 256) split *= 2;
+    s->v[0] = split;
+}
+
+static tsr_status sg_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_status st = tsr_cuda_enter(ctx);
+    if (st) return st;
+    gemm_args a = args_for(g);
+    st = splitk_prepare(ctx, &a, s->v[0], 8);
+    if (st) return st;
+    int64_t tiles = ceil_div(a.M, 128) * ceil_div(a.N, 128);
+    dim3 grid((unsigned)tiles, 1, (unsigned)(a.batch * a.split));
+    void (*fn)(gemm_args) = !a.trans_a ? (a.trans_b ? sgemm_128<true, true> : sgemm_128<true, false>)
+                                       : (a.trans_b ? sgemm_128<false, true> : sgemm_128<false, false>);
+    fn<<<grid, 256, 0, tsr_cuda_stream(ctx)>>>(a);
+    st = tsr_cuda_after_launch("gemm.sm80.sgemm");
+    if (st) return st;
+    return splitk_finish(ctx, &a, "gemm.sm80.sgemm: split-k reduce");
+}
+
+extern "C" const tsr_kernel tsr_gemm_sm80_sgemm = {
+    "gemm.sm80.sgemm", TSR_OP_GEMM, TSR_BACKEND_CUDA, "sm80", sg_supports, 1, sg_knobs,
+    sg_default, NULL, sg_run,
+};
+
+/* ------------------------------------------------------------- generic */
+
+__global__ void generic_gemm(gemm_args g, tsr_dtype bt) {
+    int64_t total = g.batch * g.M * g.N;
+    for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
+         idx += (int64_t)gridDim.x * blockDim.x) {
+        int64_t b = idx / (g.M * g.N), r = idx % (g.M * g.N), i = r / g.N, j = r % g.N;
+        const char *A = (const char *)g.A, *B = (const char *)g.B;
+        int64_t a0 = b * g.sa + (g.trans_a ? i : i * g.lda), as = g.trans_a ? g.lda : 1;
+        int64_t b0 = b * g.sb + (g.trans_b ? j * g.ldb : j), bs = g.trans_b ? 1 : g.ldb;
+        if (g.c_dtype == TSR_I32) {
+            uint32_t acc = 0;
+            for (int64_t k = 0; k < g.K; k++)
+                acc += (uint32_t)((int32_t)((const int8_t *)A)[a0 + k * as] *
+                                  (int32_t)((const int8_t *)B)[b0 + k * bs]);
+            int32_t *C = (int32_t *)g.C + b * g.sc + i * g.ldc + j;
+            *C = i32_result((int32_t)acc, g.beta != 0.0f ? *C : 0, g.alpha, g.beta);
+            continue;
+        }
+        float acc = 0.0f;
+        for (int64_t k = 0; k < g.K; k++)
+            acc = fmaf(tsr_dev_load(A, g.a_dtype, a0 + k * as), tsr_dev_load(B, bt, b0 + k * bs), acc);
+        store_out(g, b, i, j, acc);
+    }
+}
+
+static tsr_status generic_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    (void)s;
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_status st = tsr_cuda_enter(ctx);
+    if (st) return st;
+    gemm_args a = args_for(g);
+    generic_gemm<<<blocks_for(a.batch * a.M * a.N, 256, tsr_cuda(ctx)->sm_count), 256, 0,
+                   tsr_cuda_stream(ctx)>>>(a, g->d.b_dtype);
+    return tsr_cuda_after_launch("gemm.sm80.generic");
+}
+
+static bool generic_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    (void)p;
+    if (ctx->backend == TSR_BACKEND_CUDA) return true;
+    tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.generic runs on cuda");
+    return false;
+}
+
+extern "C" const tsr_kernel tsr_gemm_sm80_generic = {
+    "gemm.sm80.generic", TSR_OP_GEMM, TSR_BACKEND_CUDA, "sm80", generic_supports, 0, NULL,
+    NULL, NULL, generic_run,
+};
