@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_attention.h"
 #include "gbench_shim.h"
 #include "impls.h"
 #include "peak.h"
@@ -50,9 +51,12 @@ static void bench_peak(gb_state *st, void *arg) {
 }
 
 static void usage(void) {
-    puts("usage: tessera-bench [--backend cpu|cuda] [--shapes NAME|FILE]... [--impl tessera,onednn,openblas]\n"
+    puts("usage: tessera-bench [--op gemm|attention] [--backend cpu|cuda] [--shapes NAME|FILE]...\n"
+         "                     [--impl tessera,onednn,openblas]\n"
          "                     [--threads N] [--dtypes f16,bf16,f32] [--summary] [--json FILE] [--quick]\n"
          "                     [Google Benchmark flags]\n"
+         "  --op       gemm (default), or attention: fused attention vs the unfused sgemm + softmax +\n"
+         "             sgemm path, decode vs memcpy bandwidth (CPU)\n"
          "  --backend  cpu (default): against oneDNN and OpenBLAS; cuda: against cuBLAS and cuBLASLt,\n"
          "             with the GPU's mma.sync/FMA peaks and copy bandwidth measured in the same run\n"
          "  --shapes   a set in bench/shapes (square, skinny, llama, quick, gpu_square) or a file;\n"
@@ -96,7 +100,7 @@ static void cross_check(gemm_case *group, int n) {
 int main(int argc, char **argv) {
     const char *sets[16];
     int nsets = 0, summary = 0, quick = 0;
-    char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "", backend[16] = "cpu", dtypes[64] = "f16,bf16,f32";
+    char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "", backend[16] = "cpu", op[16] = "gemm", dtypes[64] = "f16,bf16,f32";
     threads = omp_get_num_procs();
     /* our flags out, Google Benchmark's through */
     char **gb_argv = calloc((size_t)argc + 3, sizeof *gb_argv);
@@ -109,6 +113,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc && nsets < 16) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--impl") && i + 1 < argc) snprintf(impl_list, sizeof impl_list, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--op") && i + 1 < argc) snprintf(op, sizeof op, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--backend") && i + 1 < argc) snprintf(backend, sizeof backend, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--dtypes") && i + 1 < argc) snprintf(dtypes, sizeof dtypes, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) {
@@ -127,6 +132,11 @@ int main(int argc, char **argv) {
         else sets[nsets++] = "square", sets[nsets++] = "skinny", sets[nsets++] = "llama";
     }
     gb_initialize(&gb_argc, gb_argv);
+    if (!strcmp(op, "attention")) {
+        if (cuda) return fprintf(stderr, "tessera-bench: --op attention runs on the CPU backend only so far\n"), 2;
+        return attention_suite_main(threads, quick, summary);
+    }
+    if (strcmp(op, "gemm")) return fprintf(stderr, "tessera-bench: --op must be gemm or attention, not '%s'\n", op), 2;
     if (cuda) {
 #ifdef TSR_BENCH_CUDA
         return cuda_suite_main(sets, nsets, quick, summary, dtypes);

@@ -1,0 +1,567 @@
+/* Flash attention forward on x86 (FlashAttention-2's algorithm on a CPU),
+ * one source for the AVX2 and AVX-512 builds: include a simd.h and define
+ * ATTN_ARCH, ATTN_SYMBOL and ATTN_FEATURES first.
+ *
+ * Per (batch, kv head), the query rows of every head that shares that kv
+ * head (GQA: K and V are read once per group and never copied per head) are
+ * cut into blocks of BQ rows. A block streams its keys in blocks of BK
+ * through per-thread f32 buffers (converted from f16/bf16 while packing),
+ * keeps a running max, sum and output accumulator per row (the online
+ * softmax) and never materialises the seq_q x seq_kv logits: extra memory is
+ * O(BQ * (BK + head_dim)) per thread. Key blocks a causal mask hides from
+ * every row of a block are never read. When there are few row blocks
+ * (decode: seq_q of 1..16), the keys are also split into ranges computed in
+ * parallel and combined through their max and sum.
+ *
+ * Semantics are attention.ref's: a row that sees no key gives o = 0 and
+ * lse = -inf; a NaN (or +inf) logit among a row's visible keys gives a NaN
+ * row, as the reference's arithmetic does. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../arch/x86_avx512/vmath.h"
+#include "internal.h"
+
+enum { K_BLOCK_Q, K_BLOCK_KV, K_SPLITS };
+static const int block_q_values[] = {4, 8, 16, 32, 64, 128};
+static const int block_kv_values[] = {16, 32, 64, 128, 256};
+static const int split_values[] = {1, 2, 4, 8, 16};
+static const tsr_knob flash_knobs[] = {
+    {"block_q", 6, block_q_values},
+    {"block_kv", 5, block_kv_values},
+    {"kv_splits", 5, split_values},
+};
+
+#define MAX_HEAD_DIM 1024
+#define MAX_PARTIAL_BYTES ((int64_t)256 << 20)
+
+static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+/* ------------------------------------------------------ vector helpers */
+
+#if VL == 16
+/* lanes 8..15 (AVX-512F has no 32x8 extract without DQ) */
+static inline __m256 upper8(vf v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+#endif
+
+/* The sums of four vectors, lane-reduced, into out[0..3]. */
+static inline void hsum4(vf a, vf b, vf c, vf d, float *out) {
+#if VL == 16
+    __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(a), upper8(a));
+    __m256 b8 = _mm256_add_ps(_mm512_castps512_ps256(b), upper8(b));
+    __m256 c8 = _mm256_add_ps(_mm512_castps512_ps256(c), upper8(c));
+    __m256 d8 = _mm256_add_ps(_mm512_castps512_ps256(d), upper8(d));
+#else
+    __m256 a8 = a, b8 = b, c8 = c, d8 = d;
+#endif
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
+
+static inline float hsum(vf v) {
+    float s[4];
+    hsum4(v, vf_zero(), vf_zero(), vf_zero(), s);
+    return s[0];
+}
+
+static inline float hmax(vf v) {
+    float t[VL], m = -INFINITY;
+    vf_store(t, v);
+    for (int i = 0; i < VL; i++) m = t[i] > m ? t[i] : m;
+    return m;
+}
+
+#if VL == 16
+#define vf_is(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
+#define vf_any(mask) ((mask) != 0)
+#define vf_zero_where(v, mask) _mm512_mask_blend_ps(mask, v, _mm512_setzero_ps())
+#else
+#define vf_is(a, b, pred) _mm256_cmp_ps(a, b, pred)
+#define vf_any(mask) (_mm256_movemask_ps(mask) != 0)
+#define vf_zero_where(v, mask) _mm256_andnot_ps(mask, v)
+#endif
+
+/* VL values of dtype t at p as f32 (the direct path's converting load). */
+static inline __attribute__((always_inline)) vf load_as_f32(const void *p, tsr_dtype t) {
+    if (t == TSR_F32) return vf_load((const float *)p);
+#if VL == 16
+    __m256i raw = _mm256_loadu_si256((const __m256i *)p);
+    return t == TSR_F16 ? _mm512_cvtph_ps(raw) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+#else
+    __m128i raw = _mm_loadu_si128((const __m128i *)p);
+    return t == TSR_F16 ? _mm256_cvtph_ps(raw) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+#endif
+}
+
+/* n values of dtype t from src + off into dst as f32, zeros up to np. */
+static void load_row(float *dst, const void *src, tsr_dtype t, int64_t off, int64_t n, int64_t np) {
+    int64_t e = 0;
+    if (t == TSR_F32) {
+        memcpy(dst, (const float *)src + off, sizeof(float) * (size_t)n);
+        e = n;
+    } else {
+        const uint16_t *h = (const uint16_t *)src + off;
+        for (; e + 8 <= n; e += 8) {
+            __m128i raw = _mm_loadu_si128((const __m128i *)(h + e));
+            __m256 f = t == TSR_F16 ? _mm256_cvtph_ps(raw)
+                                    : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+            _mm256_storeu_ps(dst + e, f);
+        }
+        for (; e < n; e++) dst[e] = t == TSR_F16 ? tsr_f16_to_f32(h[e]) : tsr_bf16_to_f32(h[e]);
+    }
+    for (; e < np; e++) dst[e] = 0.0f;
+}
+
+/* ------------------------------------------------------------- the job */
+
+typedef struct flash_job {
+    const tsr_attention_problem *a;
+    int64_t group, rows_per_kv, bq, bk, dp, nblocks, splits, keys_per_split;
+    float *partial; /* splits > 1: [row][split] (m, l, nan, O[dp]) */
+} flash_job;
+
+/* Per-thread buffers, in floats. */
+typedef struct flash_buf {
+    float *q, *k, *v, *s, *o, *m, *l, *nan;
+} flash_buf;
+
+static size_t buf_floats(const flash_job *j) {
+    int64_t bqp = round_up(j->bq, 4), bkp = round_up(j->bk, VL);
+    return (size_t)(bqp * j->dp + 2 * bkp * j->dp + bqp * bkp + bqp * j->dp + 3 * bqp);
+}
+
+static void buf_carve(const flash_job *j, float *base, flash_buf *b) {
+    int64_t bqp = round_up(j->bq, 4), bkp = round_up(j->bk, VL);
+    b->q = base, b->k = b->q + bqp * j->dp, b->v = b->k + bkp * j->dp, b->s = b->v + bkp * j->dp;
+    b->o = b->s + bqp * bkp, b->m = b->o + bqp * j->dp, b->l = b->m + bqp, b->nan = b->l + bqp;
+}
+
+/* Keys [0, end) are visible to query i, as attention.ref's visible_end. */
+static int64_t visible_end(const tsr_attention_desc *d, int64_t i) {
+    int64_t end = d->seq_kv;
+    if (d->causal == TSR_CAUSAL_TOP_LEFT) end = i + 1;
+    else if (d->causal == TSR_CAUSAL_BOTTOM_RIGHT) end = (i + 1) + (d->seq_kv - d->seq_q);
+    return end < 0 ? 0 : (end > d->seq_kv ? d->seq_kv : end);
+}
+
+/* S[r][c] = q_r . k_c for rows [0, nr4) and keys [0, nk2): 4 x 2 dot
+ * products share their loads, and four lane reductions cost one shuffle
+ * tree. Key pairs outside, so a pair stays in L1 while the rows pass. */
+static void scores(const flash_job *j, const flash_buf *b, int64_t nr4, int64_t nk2, int64_t bkp) {
+    const int64_t dp = j->dp;
+    for (int64_t c = 0; c < nk2; c += 2) {
+        const float *k0 = b->k + c * dp, *k1 = k0 + dp;
+        for (int64_t r = 0; r < nr4; r += 4) {
+            const float *q0 = b->q + r * dp, *q1 = q0 + dp, *q2 = q1 + dp, *q3 = q2 + dp;
+            vf a00 = vf_zero(), a01 = vf_zero(), a10 = vf_zero(), a11 = vf_zero();
+            vf a20 = vf_zero(), a21 = vf_zero(), a30 = vf_zero(), a31 = vf_zero();
+            for (int64_t e = 0; e < dp; e += VL) {
+                vf x0 = vf_load(k0 + e), x1 = vf_load(k1 + e), y;
+                y = vf_load(q0 + e), a00 = vf_fma(y, x0, a00), a01 = vf_fma(y, x1, a01);
+                y = vf_load(q1 + e), a10 = vf_fma(y, x0, a10), a11 = vf_fma(y, x1, a11);
+                y = vf_load(q2 + e), a20 = vf_fma(y, x0, a20), a21 = vf_fma(y, x1, a21);
+                y = vf_load(q3 + e), a30 = vf_fma(y, x0, a30), a31 = vf_fma(y, x1, a31);
+            }
+            float s0[4], s1[4];
+            hsum4(a00, a10, a20, a30, s0);
+            hsum4(a01, a11, a21, a31, s1);
+            for (int i = 0; i < 4; i++) b->s[(r + i) * bkp + c] = s0[i], b->s[(r + i) * bkp + c + 1] = s1[i];
+        }
+    }
+}
+
+/* O[r] += sum_c P[r][c] V[c] for rows [0, nr2), two rows by four vectors.
+ * Slices of D outside: a slice of the V block (BK x 4 vectors) stays in L1
+ * while every row pair passes over it. */
+static void accumulate_pv(const flash_job *j, const flash_buf *b, int64_t nr2, int64_t nk, int64_t bkp) {
+    const int64_t dp = j->dp;
+    int64_t e = 0;
+    for (; e + 4 * VL <= dp; e += 4 * VL)
+        for (int64_t r = 0; r < nr2; r += 2) {
+            float *o0 = b->o + r * dp + e, *o1 = o0 + dp;
+            const float *p0 = b->s + r * bkp, *p1 = p0 + bkp;
+            vf c00 = vf_load(o0), c01 = vf_load(o0 + VL), c02 = vf_load(o0 + 2 * VL), c03 = vf_load(o0 + 3 * VL);
+            vf c10 = vf_load(o1), c11 = vf_load(o1 + VL), c12 = vf_load(o1 + 2 * VL), c13 = vf_load(o1 + 3 * VL);
+            for (int64_t c = 0; c < nk; c++) {
+                const float *vr = b->v + c * dp + e;
+                vf w0 = vf_set1(p0[c]), w1 = vf_set1(p1[c]);
+                vf x0 = vf_load(vr), x1 = vf_load(vr + VL), x2 = vf_load(vr + 2 * VL), x3 = vf_load(vr + 3 * VL);
+                c00 = vf_fma(w0, x0, c00), c01 = vf_fma(w0, x1, c01), c02 = vf_fma(w0, x2, c02), c03 = vf_fma(w0, x3, c03);
+                c10 = vf_fma(w1, x0, c10), c11 = vf_fma(w1, x1, c11), c12 = vf_fma(w1, x2, c12), c13 = vf_fma(w1, x3, c13);
+            }
+            vf_store(o0, c00), vf_store(o0 + VL, c01), vf_store(o0 + 2 * VL, c02), vf_store(o0 + 3 * VL, c03);
+            vf_store(o1, c10), vf_store(o1 + VL, c11), vf_store(o1 + 2 * VL, c12), vf_store(o1 + 3 * VL, c13);
+        }
+    for (; e < dp; e += VL)
+        for (int64_t r = 0; r < nr2; r += 2) {
+            float *o0 = b->o + r * dp + e, *o1 = o0 + dp;
+            const float *p0 = b->s + r * bkp, *p1 = p0 + bkp;
+            vf c0 = vf_load(o0), c1 = vf_load(o1);
+            for (int64_t c = 0; c < nk; c++) {
+                vf x = vf_load(b->v + c * dp + e);
+                c0 = vf_fma(vf_set1(p0[c]), x, c0), c1 = vf_fma(vf_set1(p1[c]), x, c1);
+            }
+            vf_store(o0, c0), vf_store(o1, c1);
+        }
+}
+
+/* The direct path for few rows (decode): K and V are read where they lie,
+ * converted in registers, never packed, so each byte of the cache is read
+ * once per block of rows. Needs head_dim % VL == 0. kp/vp: key j0's row;
+ * ks/vs: the key stride in elements. */
+static inline __attribute__((always_inline)) void scores_direct(const flash_job *j, const flash_buf *b, int64_t nr4,
+                                                                 int64_t nk, int64_t bkp, const char *kp, int64_t ks,
+                                                                 tsr_dtype t) {
+    const int64_t dp = j->dp, D = j->a->d.head_dim, es = (int64_t)tsr_dtype_size(t);
+    for (int64_t r = 0; r < nr4; r += 4) {
+        const float *q0 = b->q + r * dp, *q1 = q0 + dp, *q2 = q1 + dp, *q3 = q2 + dp;
+        for (int64_t c = 0; c < nk; c += 2) {
+            const char *k0 = kp + c * ks * es, *k1 = c + 1 < nk ? k0 + ks * es : k0;
+            vf a00 = vf_zero(), a01 = vf_zero(), a10 = vf_zero(), a11 = vf_zero();
+            vf a20 = vf_zero(), a21 = vf_zero(), a30 = vf_zero(), a31 = vf_zero();
+            for (int64_t e = 0; e < D; e += VL) {
+                vf x0 = load_as_f32(k0 + e * es, t), x1 = load_as_f32(k1 + e * es, t), y;
+                y = vf_load(q0 + e), a00 = vf_fma(y, x0, a00), a01 = vf_fma(y, x1, a01);
+                y = vf_load(q1 + e), a10 = vf_fma(y, x0, a10), a11 = vf_fma(y, x1, a11);
+                y = vf_load(q2 + e), a20 = vf_fma(y, x0, a20), a21 = vf_fma(y, x1, a21);
+                y = vf_load(q3 + e), a30 = vf_fma(y, x0, a30), a31 = vf_fma(y, x1, a31);
+            }
+            float s0[4], s1[4];
+            hsum4(a00, a10, a20, a30, s0);
+            hsum4(a01, a11, a21, a31, s1);
+            for (int i = 0; i < 4; i++) {
+                b->s[(r + i) * bkp + c] = s0[i];
+                if (c + 1 < nk) b->s[(r + i) * bkp + c + 1] = s1[i];
+            }
+        }
+    }
+}
+
+/* O[r] += sum_c P[r][c] V[c], four rows by two vectors, V converted once per
+ * four rows. */
+static inline __attribute__((always_inline)) void pv_direct(const flash_job *j, const flash_buf *b, int64_t nr4,
+                                                             int64_t nk, int64_t bkp, const char *vp, int64_t vs,
+                                                             tsr_dtype t) {
+    const int64_t dp = j->dp, D = j->a->d.head_dim, es = (int64_t)tsr_dtype_size(t);
+    for (int64_t r = 0; r < nr4; r += 4) {
+        const float *p0 = b->s + r * bkp, *p1 = p0 + bkp, *p2 = p1 + bkp, *p3 = p2 + bkp;
+        float *o0 = b->o + r * dp, *o1 = o0 + dp, *o2 = o1 + dp, *o3 = o2 + dp;
+        for (int64_t e = 0; e < D; e += 2 * VL) {
+            const int two = e + VL < D;
+            vf c00 = vf_load(o0 + e), c10 = vf_load(o1 + e), c20 = vf_load(o2 + e), c30 = vf_load(o3 + e);
+            vf c01 = two ? vf_load(o0 + e + VL) : vf_zero(), c11 = two ? vf_load(o1 + e + VL) : vf_zero();
+            vf c21 = two ? vf_load(o2 + e + VL) : vf_zero(), c31 = two ? vf_load(o3 + e + VL) : vf_zero();
+            for (int64_t c = 0; c < nk; c++) {
+                const char *vr = vp + (c * vs + e) * es;
+                vf x0 = load_as_f32(vr, t), x1 = two ? load_as_f32(vr + VL * es, t) : vf_zero();
+                vf w0 = vf_set1(p0[c]), w1 = vf_set1(p1[c]), w2 = vf_set1(p2[c]), w3 = vf_set1(p3[c]);
+                c00 = vf_fma(w0, x0, c00), c01 = vf_fma(w0, x1, c01);
+                c10 = vf_fma(w1, x0, c10), c11 = vf_fma(w1, x1, c11);
+                c20 = vf_fma(w2, x0, c20), c21 = vf_fma(w2, x1, c21);
+                c30 = vf_fma(w3, x0, c30), c31 = vf_fma(w3, x1, c31);
+            }
+            vf_store(o0 + e, c00), vf_store(o1 + e, c10), vf_store(o2 + e, c20), vf_store(o3 + e, c30);
+            if (two) vf_store(o0 + e + VL, c01), vf_store(o1 + e + VL, c11), vf_store(o2 + e + VL, c21), vf_store(o3 + e + VL, c31);
+        }
+    }
+}
+
+/* The direct path, specialised per dtype so the converting loads inline. */
+static void block_direct(const flash_job *j, const flash_buf *b, int64_t nr4, int64_t nk, int64_t bkp,
+                         const void *kp, const void *vp, int pass) {
+    const tsr_attention_desc *d = &j->a->d;
+    switch (d->dtype) {
+    case TSR_F16:
+        if (pass == 0) scores_direct(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F16);
+        else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_F16);
+        break;
+    case TSR_BF16:
+        if (pass == 0) scores_direct(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_BF16);
+        else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_BF16);
+        break;
+    default:
+        if (pass == 0) scores_direct(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F32);
+        else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_F32);
+        break;
+    }
+}
+
+/* The online softmax over one block of a row's logits (in place: logits
+ * become weights); rescales the row's accumulator when the max moves. */
+static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_t bkp) {
+    float *s = b->s + r * bkp;
+    vf mx = vf_set1(-INFINITY);
+    int bad = 0;
+    for (int64_t c = 0; c < bkp; c += VL) {
+        vf x = vf_load(s + c);
+        bad |= vf_any(vf_is(x, x, _CMP_UNORD_Q)) || vf_any(vf_is(x, vf_set1(INFINITY), _CMP_EQ_OQ));
+        mx = vf_max(mx, x);
+    }
+    if (bad) b->nan[r] = 1.0f;
+    float m_old = b->m[r], m_new = hmax(mx);
+    if (m_new < m_old) m_new = m_old;
+    if (m_new == -INFINITY || bad) { /* nothing visible yet, or the row is NaN anyway */
+        memset(s, 0, sizeof(float) * (size_t)bkp);
+        return;
+    }
+    vf sum = vf_zero(), mv = vf_set1(m_new), ninf = vf_set1(-INFINITY);
+    for (int64_t c = 0; c < bkp; c += VL) {
+        vf x = vf_load(s + c);
+        vf p = vf_zero_where(vf_exp(vf_sub(x, mv)), vf_is(x, ninf, _CMP_EQ_OQ));
+        vf_store(s + c, p);
+        sum = vf_add(sum, p);
+    }
+    float alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+    b->l[r] = b->l[r] * alpha + hsum(sum);
+    b->m[r] = m_new;
+    if (alpha != 1.0f) {
+        float *o = b->o + r * j->dp;
+        vf av = vf_set1(alpha);
+        for (int64_t e = 0; e < j->dp; e += VL) vf_store(o + e, vf_mul(av, vf_load(o + e)));
+    }
+}
+
+/* Row r of kv head hk's rows: its query head and query index. */
+static void row_of(const flash_job *j, int64_t hk, int64_t r, int64_t *h, int64_t *i) {
+    *h = hk * j->group + r / j->a->d.seq_q;
+    *i = r % j->a->d.seq_q;
+}
+
+static void write_row(const flash_job *j, int64_t b, int64_t h, int64_t i, const float *acc, float m, float l,
+                      bool nan) {
+    const tsr_attention_desc *d = &j->a->d;
+    const int64_t oo = b * d->o_strides[0] + h * d->o_strides[1] + i * d->o_strides[2];
+    const bool empty = !nan && m == -INFINITY;
+    const float inv = nan ? NAN : empty ? 0.0f : 1.0f / l;
+    if (d->dtype == TSR_F32) {
+        float *o = (float *)j->a->o + oo;
+        for (int64_t e = 0; e < d->head_dim; e++) o[e] = nan ? NAN : empty ? 0.0f : acc[e] * inv;
+    } else {
+        for (int64_t e = 0; e < d->head_dim; e++) tsr_store_f(j->a->o, d->dtype, oo + e, nan ? NAN : empty ? 0.0f : acc[e] * inv);
+    }
+    if (d->lse)
+        ((float *)d->lse)[(b * d->heads_q + h) * d->seq_q + i] = nan ? NAN : empty ? -INFINITY : m + logf(l);
+}
+
+static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
+    const tsr_attention_problem *a = j->a;
+    const tsr_attention_desc *d = &a->d;
+    const int64_t split = task % j->splits, blk = task / j->splits % j->nblocks;
+    const int64_t hk = task / j->splits / j->nblocks % d->heads_kv, b = task / j->splits / j->nblocks / d->heads_kv;
+    const int64_t r0 = blk * j->bq, nr = j->rows_per_kv - r0 < j->bq ? j->rows_per_kv - r0 : j->bq;
+    const int64_t nr4 = round_up(nr, 4), dp = j->dp, bkp = round_up(j->bk, VL), D = d->head_dim;
+    const int64_t klo = split * j->keys_per_split;
+    const int64_t khi = klo + j->keys_per_split < d->seq_kv ? klo + j->keys_per_split : d->seq_kv;
+
+    int64_t ends[128 + 4], heads[128 + 4], qi[128 + 4], kend = klo;
+    for (int64_t r = 0; r < nr4; r++) {
+        float *q = B->q + r * dp;
+        B->m[r] = -INFINITY, B->l[r] = 0.0f, B->nan[r] = 0.0f;
+        memset(B->o + r * dp, 0, sizeof(float) * (size_t)dp);
+        if (r >= nr) {
+            memset(q, 0, sizeof(float) * (size_t)dp);
+            ends[r] = klo;
+            continue;
+        }
+        row_of(j, hk, r0 + r, &heads[r], &qi[r]);
+        const int64_t qo = b * d->q_strides[0] + heads[r] * d->q_strides[1] + qi[r] * d->q_strides[2];
+        load_row(q, a->q, d->dtype, qo, D, dp);
+        const vf sc = vf_set1(d->scale);
+        for (int64_t e = 0; e < dp; e += VL) vf_store(q + e, vf_mul(sc, vf_load(q + e)));
+        int64_t end = visible_end(d, qi[r]);
+        ends[r] = end > khi ? khi : end < klo ? klo : end;
+        if (ends[r] > kend) kend = ends[r];
+    }
+
+    const int64_t ko = b * d->k_strides[0] + hk * d->k_strides[1], vo = b * d->v_strides[0] + hk * d->v_strides[1];
+    const size_t es = tsr_dtype_size(d->dtype);
+    /* few rows: packing K/V would cost more than the dot products it feeds */
+    const bool direct = nr4 <= 8 && D % VL == 0;
+    for (int64_t j0 = klo; j0 < kend; j0 += j->bk) {
+        const int64_t nk = kend - j0 < j->bk ? kend - j0 : j->bk, nk2 = round_up(nk, 2);
+        const char *kp = (const char *)a->k + (size_t)(ko + j0 * d->k_strides[2]) * es;
+        const char *vp = (const char *)a->v + (size_t)(vo + j0 * d->v_strides[2]) * es;
+        for (int64_t c = 0; !direct && c < nk2; c++) {
+            if (c < nk) {
+                load_row(B->k + c * dp, a->k, d->dtype, ko + (j0 + c) * d->k_strides[2], D, dp);
+                load_row(B->v + c * dp, a->v, d->dtype, vo + (j0 + c) * d->v_strides[2], D, dp);
+            } else {
+                memset(B->k + c * dp, 0, sizeof(float) * (size_t)dp);
+                memset(B->v + c * dp, 0, sizeof(float) * (size_t)dp);
+            }
+        }
+        if (direct) block_direct(j, B, nr4, nk, bkp, kp, vp, 0);
+        else scores(j, B, nr4, nk2, bkp);
+        for (int64_t r = 0; r < nr4; r++) {
+            float *s = B->s + r * bkp;
+            const int64_t vis = r < nr ? (ends[r] - j0 < 0 ? 0 : ends[r] - j0 > nk ? nk : ends[r] - j0) : 0;
+            if (d->mask && vis > 0) {
+                const int64_t mo = b * d->mask_strides[0] + heads[r] * d->mask_strides[1] +
+                                   qi[r] * d->mask_strides[2] + j0;
+                if (d->mask_dtype == TSR_F32) {
+                    const float *mk = (const float *)d->mask + mo;
+                    for (int64_t c = 0; c < vis; c++) s[c] += mk[c];
+                } else {
+                    for (int64_t c = 0; c < vis; c++) s[c] += tsr_load_f(d->mask, d->mask_dtype, mo + c);
+                }
+            }
+            for (int64_t c = vis; c < bkp; c++) s[c] = -INFINITY;
+            online_row(j, B, r, bkp);
+        }
+        if (direct) block_direct(j, B, nr4, nk, bkp, kp, vp, 1);
+        else accumulate_pv(j, B, round_up(nr, 2), nk, bkp);
+    }
+
+    for (int64_t r = 0; r < nr; r++) {
+        if (j->splits == 1) {
+            write_row(j, b, heads[r], qi[r], B->o + r * dp, B->m[r], B->l[r], B->nan[r] != 0.0f);
+            continue;
+        }
+        const int64_t row = (b * d->heads_q + heads[r]) * d->seq_q + qi[r];
+        float *p = j->partial + (row * j->splits + split) * (dp + 3);
+        p[0] = B->m[r], p[1] = B->l[r], p[2] = B->nan[r];
+        memcpy(p + 3, B->o + r * dp, sizeof(float) * (size_t)dp);
+    }
+}
+
+/* Merges a row's key ranges: weights e^(m_s - M), then normalises. */
+static void combine_row(const flash_job *j, int64_t row, float *acc) {
+    const tsr_attention_desc *d = &j->a->d;
+    const int64_t dp = j->dp, i = row % d->seq_q, h = row / d->seq_q % d->heads_q, b = row / d->seq_q / d->heads_q;
+    const float *p = j->partial + row * j->splits * (dp + 3);
+    float M = -INFINITY, L = 0.0f;
+    bool nan = false;
+    for (int64_t s = 0; s < j->splits; s++) {
+        const float *q = p + s * (dp + 3);
+        nan |= q[2] != 0.0f;
+        if (q[0] > M) M = q[0];
+    }
+    memset(acc, 0, sizeof(float) * (size_t)dp);
+    if (!nan && M != -INFINITY)
+        for (int64_t s = 0; s < j->splits; s++) {
+            const float *q = p + s * (dp + 3);
+            if (q[0] == -INFINITY) continue;
+            const float w = expf(q[0] - M);
+            L += w * q[1];
+            const vf wv = vf_set1(w);
+            for (int64_t e = 0; e < dp; e += VL) vf_store(acc + e, vf_fma(wv, vf_load(q + 3 + e), vf_load(acc + e)));
+        }
+    write_row(j, b, h, i, acc, M, L, nan);
+}
+
+/* ------------------------------------------------------------ the kernel */
+
+static bool flash_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
+    const tsr_attention_desc *d = &p->u.attention.d;
+    if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & ATTN_FEATURES) != ATTN_FEATURES)
+        return tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "attention.%s needs a CPU with its ISA", ATTN_ARCH), false;
+    if (d->head_dim > MAX_HEAD_DIM)
+        return tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "attention.%s: head_dim > %d", ATTN_ARCH, MAX_HEAD_DIM), false;
+    if (d->mask && d->mask_dtype != TSR_F32 && d->mask_dtype != d->dtype)
+        return tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "attention.%s: mask dtype", ATTN_ARCH), false;
+    return true;
+}
+
+static int64_t pick(const int *values, int count, int64_t want) {
+    for (int i = 0; i < count; i++)
+        if (values[i] >= want) return values[i];
+    return values[count - 1];
+}
+
+static void flash_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_attention_desc *d = &p->u.attention.d;
+    const int64_t group = d->heads_kv > 0 ? d->heads_q / d->heads_kv : 1, rows = group * d->seq_q;
+    /* decode: every row of the group in one block, so K/V stream once */
+    s->v[K_BLOCK_Q] = (int)pick(block_q_values, 6, rows < 32 ? rows : 32);
+    /* K and V blocks of ~32 KB each stay in L1/L2 next to the logits */
+    s->v[K_BLOCK_KV] = d->head_dim > 128 ? 32 : 64;
+    const int64_t tasks = d->batch * d->heads_kv * ((rows + s->v[K_BLOCK_Q] - 1) / s->v[K_BLOCK_Q]);
+    const int64_t threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    int split = 1;
+    while (split < 16 && tasks * split < 2 * threads && d->seq_kv / (split * 2) >= 256) split *= 2;
+    s->v[K_SPLITS] = split;
+}
+
+static bool flash_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)ctx;
+    const tsr_attention_desc *d = &p->u.attention.d;
+    if (s->v[K_BLOCK_Q] < 1 || s->v[K_BLOCK_Q] > 128 || s->v[K_BLOCK_KV] < 1 || s->v[K_SPLITS] < 1) return false;
+    const int64_t rows = d->batch * d->heads_q * d->seq_q;
+    return s->v[K_SPLITS] == 1 ||
+           (int64_t)s->v[K_SPLITS] * rows * (round_up(d->head_dim, VL) + 3) * 4 <= MAX_PARTIAL_BYTES;
+}
+
+static tsr_status flash_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_attention_problem *a = &p->u.attention;
+    const tsr_attention_desc *d = &a->d;
+    const int64_t rows_all = d->batch * d->heads_q * d->seq_q;
+    if (rows_all == 0) return TSR_OK;
+    flash_job j;
+    memset(&j, 0, sizeof j);
+    j.a = a;
+    j.group = d->heads_q / d->heads_kv;
+    j.rows_per_kv = j.group * d->seq_q;
+    j.bq = s->v[K_BLOCK_Q] >= 1 && s->v[K_BLOCK_Q] <= 128 ? s->v[K_BLOCK_Q] : 64;
+    j.bk = s->v[K_BLOCK_KV] >= 1 && s->v[K_BLOCK_KV] <= 256 ? s->v[K_BLOCK_KV] : 64;
+    j.dp = round_up(d->head_dim > 0 ? d->head_dim : 1, VL);
+    j.nblocks = (j.rows_per_kv + j.bq - 1) / j.bq;
+    j.splits = flash_valid(p, ctx, s) ? s->v[K_SPLITS] : 1;
+    j.keys_per_split = round_up((d->seq_kv + j.splits - 1) / j.splits, j.bk);
+    if (j.keys_per_split == 0) j.keys_per_split = j.bk;
+    j.splits = d->seq_kv > 0 ? (d->seq_kv + j.keys_per_split - 1) / j.keys_per_split : 1;
+    if (j.splits > 1) {
+        j.partial = malloc(sizeof(float) * (size_t)(rows_all * j.splits * (j.dp + 3)));
+        if (!j.partial)
+            return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "attention.%s: out of memory for %lld key-split partials",
+                            ATTN_ARCH, (long long)j.splits);
+    }
+    const int64_t tasks = d->batch * d->heads_kv * j.nblocks * j.splits;
+    int threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    if (tasks < threads) threads = (int)tasks;
+    const size_t floats = buf_floats(&j);
+    int failed = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        float *mem = aligned_alloc(64, round_up((int64_t)(floats * sizeof(float)), 64));
+        if (!mem) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp barrier
+        int any_failed;
+#pragma omp atomic read
+        any_failed = failed;
+        if (!any_failed) {
+            flash_buf B;
+            buf_carve(&j, mem, &B);
+#pragma omp for schedule(dynamic, 1)
+            for (int64_t t = 0; t < tasks; t++) run_task(&j, t, &B);
+            if (j.splits > 1) {
+                float *acc = B.o; /* the accumulator block is free again */
+#pragma omp for schedule(static)
+                for (int64_t r = 0; r < rows_all; r++) combine_row(&j, r, acc);
+            }
+        }
+        free(mem);
+    }
+    free(j.partial);
+    if (failed)
+        return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "attention.%s: out of host memory for %zu bytes of block buffers",
+                        ATTN_ARCH, floats * sizeof(float));
+    return TSR_OK;
+}
+
+const tsr_kernel ATTN_SYMBOL = {
+    .name = "attention." ATTN_ARCH ".flash",
+    .op = TSR_OP_ATTENTION,
+    .backend = TSR_BACKEND_CPU,
+    .arch = ATTN_ARCH,
+    .supports = flash_supports,
+    .num_knobs = 3,
+    .knobs = flash_knobs,
+    .default_schedule = flash_default,
+    .schedule_valid = flash_valid,
+    .run = flash_run,
+};
