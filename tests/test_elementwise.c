@@ -778,15 +778,20 @@ START_TEST(every_context_rowwise) {
                         tt_fill(x, xt, nx, 70 + (uint64_t)ci, -5, 5);
                         tt_fill(g, TSR_F32, C, 71, 0.5f, 1.5f);
                         tt_fill(b, TSR_F32, C, 72, -1, 1);
-                        /* softmax reads a copy with masked (-inf) entries in every other row */
+                        /* softmax reads a copy with masked (-inf) entries in every other row,
+                         * a NaN in row 3, a +inf in row 5 and a row of -inf (row 7) */
                         void *xm = malloc((size_t)nx * ex);
                         memcpy(xm, x, (size_t)nx * ex);
-                        for (int64_t r = 0; r < R && C > 1; r += 2)
-                            for (int64_t j = 1; j < C; j += 3) {
+                        for (int64_t r = 0; r < R; r++)
+                            for (int64_t j = 0; j < C; j++) {
+                                float v;
+                                if (r == 3 && j == C / 2) v = NAN;
+                                else if (r == 5 && j == C - 1) v = INFINITY;
+                                else if (r == 7 || (r % 2 == 0 && j % 3 == 1)) v = -INFINITY;
+                                else continue;
                                 const size_t at = (size_t)(r * XS + j) * ex;
-                                const float ninf = -INFINITY;
-                                const uint16_t h = xt == TSR_F16 ? tsr_f32_to_f16(ninf) : tsr_f32_to_bf16(ninf);
-                                if (xt == TSR_F32) memcpy((char *)xm + at, &ninf, sizeof ninf);
+                                const uint16_t h = xt == TSR_F16 ? tsr_f32_to_f16(v) : tsr_f32_to_bf16(v);
+                                if (xt == TSR_F32) memcpy((char *)xm + at, &v, sizeof v);
                                 else memcpy((char *)xm + at, &h, sizeof h);
                             }
                         void *dx = tt_upload(cs[c].ctx, x, (size_t)nx * ex), *dxm = tt_upload(cs[c].ctx, xm, (size_t)nx * ex);

@@ -1,0 +1,114 @@
+/* tessera-bench --op rowwise: softmax, layernorm and rmsnorm on the CPU
+ * against memcpy of the same bytes in the same run (a row op that reads its
+ * input once and writes its output once can at best match a copy). Sizes
+ * from 4 KiB rows x 1 to 256 MiB. Names: <op>/<dtype>/rows/<R>x<C>/tessera. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_rowwise.h"
+#include "gbench_shim.h"
+#include "tessera.h"
+
+enum { OP_COPY, OP_SOFTMAX, OP_LAYERNORM, OP_RMSNORM };
+#define MAX_ROW_CASES 64
+
+typedef struct row_case {
+    int op;
+    tsr_rowwise_desc d;
+    void *x, *y;
+    float *gamma, *beta;
+    size_t bytes; /* read + written */
+    char name[128];
+} row_case;
+
+static row_case cases[MAX_ROW_CASES];
+static int ncases;
+static tsr_context *ctx;
+
+static void bench_row(gb_state *st, void *arg) {
+    row_case *c = arg;
+    if (!c->x || !c->y) {
+        gb_skip_with_error(st, "out of memory");
+        return;
+    }
+    while (gb_keep_running(st)) {
+        tsr_status s = TSR_OK;
+        switch (c->op) {
+        case OP_COPY: memcpy(c->y, c->x, c->bytes / 2); break;
+        case OP_SOFTMAX: s = tsr_softmax(ctx, &c->d, c->x, c->y); break;
+        case OP_LAYERNORM: s = tsr_layernorm(ctx, &c->d, c->x, c->gamma, c->beta, c->y); break;
+        default: s = tsr_rmsnorm(ctx, &c->d, c->x, c->gamma, c->y); break;
+        }
+        if (s != TSR_OK) {
+            gb_skip_with_error(st, tsr_last_error());
+            break;
+        }
+    }
+}
+
+static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
+    if (ncases == MAX_ROW_CASES) return;
+    static const char *const names[] = {"copy", "softmax", "layernorm", "rmsnorm"};
+    row_case *c = &cases[ncases++];
+    memset(c, 0, sizeof *c);
+    tsr_rowwise_desc_init(&c->d);
+    c->op = op, c->d.rows = rows, c->d.cols = cols, c->d.x_dtype = c->d.y_dtype = t;
+    size_t n = (size_t)(rows * cols), es = tsr_dtype_size(t);
+    c->bytes = 2 * n * es;
+    c->x = malloc(n * es), c->y = malloc(n * es);
+    c->gamma = malloc(sizeof(float) * (size_t)cols), c->beta = malloc(sizeof(float) * (size_t)cols);
+    if (c->x && c->y && c->gamma && c->beta) {
+        for (size_t i = 0; i < n; i++) {
+            float v = (float)((i * 2654435761u) % 1999u) / 400.0f - 2.5f;
+            if (t == TSR_F32) ((float *)c->x)[i] = v;
+            else ((uint16_t *)c->x)[i] = t == TSR_F16 ? tsr_f32_to_f16(v) : tsr_f32_to_bf16(v);
+        }
+        memset(c->y, 0, n * es);
+        for (int64_t j = 0; j < cols; j++) c->gamma[j] = 1.0f + (float)(j % 7) / 16, c->beta[j] = (float)(j % 5) / 8;
+    }
+    snprintf(c->name, sizeof c->name, "%s/%s/rows/%lldx%lld/%s", names[op], tsr_dtype_name(t), (long long)rows,
+             (long long)cols, op == OP_COPY ? "memcpy" : "tessera");
+}
+
+int rowwise_suite_main(int threads, int quick, int want_summary) {
+    tsr_context_options o;
+    tsr_context_options_init(&o);
+    o.num_threads = threads;
+    if (tsr_context_create(&ctx, &o) != TSR_OK) return fprintf(stderr, "tessera-bench: %s\n", tsr_last_error()), 2;
+    tsr_context_info info = {.size = sizeof info};
+    tsr_context_get_info(ctx, &info);
+    printf("tessera-bench rowwise: %s, tessera arch %s, %d threads\n", info.device_name, info.arch, threads);
+    /* 4 KiB, 1 MiB (cache), 64 MiB and 256 MiB (memory) of f32 input */
+    const int64_t shapes[][2] = {{1, 1024}, {64, 4096}, {4096, 4096}, {16384, 4096}};
+    const int nshapes = quick ? 3 : 4;
+    static const tsr_dtype dts[] = {TSR_F32, TSR_BF16};
+    for (int si = 0; si < nshapes; si++)
+        for (int t = 0; t < 2; t++)
+            for (int op = OP_COPY; op <= OP_RMSNORM; op++) add(op, dts[t], shapes[si][0], shapes[si][1]);
+    for (int i = 0; i < ncases; i++) gb_register(cases[i].name, bench_row, &cases[i], 0, (double)cases[i].bytes);
+    gb_run();
+    if (want_summary) {
+        const gb_result *r;
+        int nr = gb_results(&r);
+        printf("\nsummary (rowwise, %d threads): GB/s read + written, and as %% of memcpy of the same bytes\n",
+               threads);
+        double copy = 0;
+        for (int i = 0; i < ncases; i++) {
+            double g = 0;
+            int found = 0;
+            for (int k = 0; k < nr; k++)
+                if (!strncmp(r[k].name, cases[i].name, strlen(cases[i].name)) && !r[k].error) g = r[k].gbps, found = 1;
+            if (cases[i].op == OP_COPY) {
+                copy = g;
+                continue;
+            }
+            if (!found) continue; /* filtered out, or failed (reported above) */
+            printf("%-44s %8.1f GB/s %7.1f%% of memcpy (%.1f)\n", cases[i].name, g, copy > 0 ? 100 * g / copy : 0,
+                   copy);
+        }
+    }
+    for (int i = 0; i < ncases; i++) free(cases[i].x), free(cases[i].y), free(cases[i].gamma), free(cases[i].beta);
+    tsr_context_destroy(ctx);
+    return 0;
+}

@@ -1,0 +1,9 @@
+/* Softmax, layernorm and rmsnorm rows for AVX2 + FMA + F16C. */
+#include "../../arch/x86_avx2/simd.h"
+
+#define ROW_ARCH "x86_avx2"
+#define ROW_SOFTMAX tsr_softmax_x86_avx2
+#define ROW_LAYERNORM tsr_layernorm_x86_avx2
+#define ROW_RMSNORM tsr_rmsnorm_x86_avx2
+#define ROW_FEATURES (TSR_CPU_AVX2 | TSR_CPU_FMA | TSR_CPU_F16C)
+#include "x86_rowwise.h"
