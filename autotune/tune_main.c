@@ -38,10 +38,12 @@ static const char usage[] =
     "  --backend NAME      cpu (default), cuda, hip or opencl\n"
     "  --device N          device index within the backend (default 0)\n"
     "  --threads N         CPU worker threads (default: every core)\n"
-    "  --op NAME           the operation to tune: gemm (default; the only one so far)\n"
+    "  --op NAME           the operation to tune: gemm (default) or attention\n"
     "  --dtype T[:C]       input dtype, optionally the output's: f32 (default), f16, bf16,\n"
     "                      f16:f32, bf16:f32, i8 (output i32)\n"
-    "  --shapes FILE       a shape file (lines `m n k [NN|NT|TN|TT]`, # comments), or a set\n"
+    "  --shapes FILE       a shape file (gemm: lines `m n k [NN|NT|TN|TT]`; attention: lines\n"
+    "                      `batch heads_q heads_kv seq_q seq_kv head_dim [none|top_left|bottom_right]`;\n"
+    "                      # comments), or a set\n"
     "                      name (square, llama, skinny, quick) from\n"
     "                      " TSR_SHAPES_INSTALL_DIR "\n"
     "                      Default: quick\n"
@@ -192,8 +194,8 @@ static int parse_args(int argc, char **argv, cli *c) {
         fprintf(stderr, "tessera-tune: --show and --verify are separate runs\n");
         return EXIT_USAGE;
     }
-    if (strcmp(c->op, "gemm") != 0) {
-        fprintf(stderr, "tessera-tune: --op %s: only gemm has a tuning workload so far\n", c->op);
+    if (strcmp(c->op, "gemm") != 0 && strcmp(c->op, "attention") != 0) {
+        fprintf(stderr, "tessera-tune: --op %s: gemm and attention have tuning workloads so far\n", c->op);
         return EXIT_SETUP;
     }
     const char *colon = strchr(c->dtype, ':');
@@ -260,6 +262,74 @@ static const gemm_shape quick_shapes[] = {
     {1, 1024, 1024, 0, 1}, {16, 1024, 1024, 0, 1}, {128, 512, 512, 0, 1},
 };
 
+/* Attention shapes: decode (GQA, long caches) and prefill, causal and not. */
+typedef struct attn_shape {
+    int64_t b, hq, hkv, sq, skv, d;
+    tsr_causal causal;
+} attn_shape;
+
+static const attn_shape quick_attention[] = {
+    {1, 4, 4, 512, 512, 64, TSR_CAUSAL_NONE},   {1, 4, 4, 512, 512, 128, TSR_CAUSAL_TOP_LEFT},
+    {1, 32, 8, 1, 4096, 128, TSR_CAUSAL_NONE},  {1, 32, 8, 8, 2048, 128, TSR_CAUSAL_BOTTOM_RIGHT},
+};
+
+/* Lines `b hq hkv sq skv d [none|top_left|bottom_right]`, # comments. */
+static int read_attention_shapes(const char *path, attn_shape **out) {
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "tessera-tune: cannot open attention shape file '%s'\n", path);
+        return -1;
+    }
+    int n = 0, cap = 16, line_no = 0;
+    attn_shape *v = malloc(sizeof *v * (size_t)cap);
+    char line[512];
+    while (v && fgets(line, sizeof line, f)) {
+        line_no++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        long long x[6];
+        char mode[32] = "none";
+        int got = sscanf(line, "%lld %lld %lld %lld %lld %lld %31s", &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], mode);
+        if (got <= 0) continue;
+        tsr_causal cm = !strcmp(mode, "none") ? TSR_CAUSAL_NONE : !strcmp(mode, "top_left") ? TSR_CAUSAL_TOP_LEFT
+                      : !strcmp(mode, "bottom_right") ? TSR_CAUSAL_BOTTOM_RIGHT : (tsr_causal)-1;
+        if (got < 6 || (int)cm < 0) {
+            fprintf(stderr, "tessera-tune: %s:%d: expected `b hq hkv sq skv d [none|top_left|bottom_right]`\n", path,
+                    line_no);
+            free(v);
+            fclose(f);
+            return -1;
+        }
+        if (n == cap) v = realloc(v, sizeof *v * (size_t)(cap *= 2));
+        if (v) v[n++] = (attn_shape){x[0], x[1], x[2], x[3], x[4], x[5], cm};
+    }
+    fclose(f);
+    if (!v) return -1;
+    *out = v;
+    return n;
+}
+
+/* The shapes of one run, of the op being tuned. */
+typedef struct shape_set {
+    int n;
+    gemm_shape *gemm;
+    attn_shape *attention;
+} shape_set;
+
+static int load_shapes(const cli *c, gemm_shape **out);
+
+static int load_set(const cli *c, shape_set *set) {
+    memset(set, 0, sizeof *set);
+    if (strcmp(c->op, "attention") != 0) return set->n = load_shapes(c, &set->gemm);
+    if (c->shapes) return set->n = read_attention_shapes(c->shapes, &set->attention);
+    set->attention = malloc(sizeof quick_attention);
+    if (!set->attention) return set->n = -1;
+    memcpy(set->attention, quick_attention, sizeof quick_attention);
+    return set->n = (int)(sizeof quick_attention / sizeof quick_attention[0]);
+}
+
+static void free_set(shape_set *set) { free(set->gemm), free(set->attention); }
+
 static int load_shapes(const cli *c, gemm_shape **out) {
     if (c->quick && !c->shapes) {
         *out = malloc(sizeof quick_shapes);
@@ -273,9 +343,27 @@ static int load_shapes(const cli *c, gemm_shape **out) {
     return shapes_read_gemm(c->shapes ? c->shapes : "quick", dir, out);
 }
 
-static void shape_label(const gemm_shape *s, const cli *c, char *out, size_t n) {
+static void shape_label(const shape_set *set, int i, const cli *c, char *out, size_t n) {
+    static const char *const causal[] = {"none", "top_left", "bottom_right"};
+    if (set->attention) {
+        const attn_shape *a = &set->attention[i];
+        snprintf(out, n, "attention %s b%lld h%lld/%lld sq%lld skv%lld d%lld %s", c->dtype, (long long)a->b,
+                 (long long)a->hq, (long long)a->hkv, (long long)a->sq, (long long)a->skv, (long long)a->d,
+                 causal[a->causal]);
+        return;
+    }
+    const gemm_shape *s = &set->gemm[i];
     snprintf(out, n, "gemm %s %c%c %lldx%lldx%lld", c->dtype, s->trans_a ? 'T' : 'N', s->trans_b ? 'T' : 'N',
              (long long)s->m, (long long)s->n, (long long)s->k);
+}
+
+static tsr_status shape_workload(const shape_set *set, int i, const cli *c, tsr_workload *w) {
+    if (set->attention) {
+        const attn_shape *a = &set->attention[i];
+        return tsr_workload_attention(w, a->b, a->hq, a->hkv, a->sq, a->skv, a->d, a->causal, c->ab);
+    }
+    const gemm_shape *s = &set->gemm[i];
+    return tsr_workload_gemm(w, s->m, s->n, s->k, 1, s->trans_a, s->trans_b, c->ab, c->c);
 }
 
 /* ------------------------------------------------------------ --show */
@@ -423,12 +511,12 @@ static int verify(tsr_context *ctx, const cli *c) {
 /* ------------------------------------------------------------- tuning */
 
 static int tune(tsr_context *ctx, const cli *c, const char *dir) {
-    gemm_shape *shapes = NULL;
-    int n = load_shapes(c, &shapes);
+    shape_set shapes;
+    int n = load_set(c, &shapes);
     if (n < 0) return EXIT_SETUP;
     if (n == 0) {
         fprintf(stderr, "tessera-tune: the shape set is empty\n");
-        free(shapes);
+        free_set(&shapes);
         return EXIT_SETUP;
     }
     tsr_device_fp fp;
@@ -437,7 +525,7 @@ static int tune(tsr_context *ctx, const cli *c, const char *dir) {
     tsr_table_write_report rep;
     if (tsr_table_write_merged(dir, &fp, NULL, 0, &rep) != TSR_OK) {
         fprintf(stderr, "tessera-tune: %s\n", tsr_last_error());
-        free(shapes);
+        free_set(&shapes);
         return EXIT_WRITE;
     }
     if (rep.discarded[0]) fprintf(stderr, "tessera-tune: the old table was invalid: %s\n", rep.discarded);
@@ -450,9 +538,8 @@ static int tune(tsr_context *ctx, const cli *c, const char *dir) {
     progress pg = {isatty(STDERR_FILENO) != 0, 0, n, "", tsr_now() + c->budget};
     int saved = 0, skipped = 0, wrong = 0, unreached = 0, rc = EXIT_DONE;
     for (int i = 0; i < n; i++) {
-        const gemm_shape *s = &shapes[i];
         pg.shape = i;
-        shape_label(s, c, pg.label, sizeof pg.label);
+        shape_label(&shapes, i, c, pg.label, sizeof pg.label);
         if (interrupted) break;
         double now = tsr_now();
         if (now >= pg.deadline) {
@@ -460,7 +547,7 @@ static int tune(tsr_context *ctx, const cli *c, const char *dir) {
             break;
         }
         tsr_workload w;
-        if (tsr_workload_gemm(&w, s->m, s->n, s->k, 1, s->trans_a, s->trans_b, c->ab, c->c) != TSR_OK) {
+        if (shape_workload(&shapes, i, c, &w) != TSR_OK) {
             clear_bar(&pg);
             fprintf(stderr, "tessera-tune: %s: %s\n", pg.label, tsr_last_error());
             rc = EXIT_SETUP;
@@ -549,7 +636,7 @@ static int tune(tsr_context *ctx, const cli *c, const char *dir) {
     }
     clear_bar(&pg);
     tsr_table_free(existing);
-    free(shapes);
+    free_set(&shapes);
     printf("%d shapes saved to %s", saved, rep.path);
     if (skipped) printf(", %d already in the table (--force re-tunes them)", skipped);
     if (unreached) printf(", %d not reached within the budget (run again to continue)", unreached);

@@ -42,8 +42,13 @@ typedef struct tsr_workload {
  * files describe. c may be the input dtype or f32/i32 as tsr_gemm allows. */
 tsr_status tsr_workload_gemm(tsr_workload *w, int64_t m, int64_t n, int64_t k, int64_t batch, bool trans_a,
                              bool trans_b, tsr_dtype ab, tsr_dtype c);
-/* The workload for a table record (GEMM without epilogue only, so far). */
+/* Attention on contiguous BHSD tensors, no mask, no lse, the default scale. */
+tsr_status tsr_workload_attention(tsr_workload *w, int64_t batch, int64_t heads_q, int64_t heads_kv, int64_t seq_q,
+                                  int64_t seq_kv, int64_t head_dim, tsr_causal causal, tsr_dtype t);
+/* The workload for a table record: GEMM without epilogue, or attention
+ * without mask or lse. */
 tsr_status tsr_workload_from_record(tsr_workload *w, const tsr_table_rec_view *v);
+tsr_status tsr_workload_attention_from_record(tsr_workload *w, const tsr_table_rec_view *v);
 
 /* Allocates and fills the buffers on ctx and computes the reference output
  * on the host with the reference kernels. Memory-bound problems get enough

@@ -413,6 +413,48 @@ START_TEST(rotation_for_memory_bound) {
 }
 END_TEST
 
+/* Attention: a workload the flash kernel is tuned on, checked against the
+ * reference, its record written and read back into the same workload. */
+START_TEST(attention_tunes_and_round_trips) {
+    tsr_context *ctx = cpu();
+    tsr_workload w;
+    ck_assert_int_eq(tsr_workload_attention(&w, 1, 4, 2, 3, 67, 24, TSR_CAUSAL_BOTTOM_RIGHT, TSR_F32), TSR_OK);
+    ck_assert_int_eq(tsr_workload_setup(&w, ctx, 0, 5), TSR_OK);
+    tsr_tune_options o;
+    tsr_tune_options_init(&o);
+    o.candidate_s = 0.005, o.max_candidates = 6;
+    tsr_tune_result r;
+    int n = 0;
+    ck_assert_msg(tsr_tune(&w, &o, &r, 1, &n) == TSR_OK, "%s", tsr_last_error());
+    ck_assert_int_eq(n, 1);
+    ck_assert_msg(r.found && r.wrong == 0, "%s: found %d wrong %d", r.kernel->name, r.found, r.wrong);
+    char line[TSR_TABLE_MAX_LINE], text[TSR_TABLE_MAX_LINE + 1100], h[1024], why[400];
+    ck_assert_int_eq(tsr_tune_record(&w, &r, line, sizeof line), TSR_OK);
+    ck_assert_msg(strstr(line, "attention") && strstr(line, "causal=bottom_right"), "%s", line);
+    tsr_device_fp fp = {"cpu", "x", "y", "", 1};
+    tsr_table_header(&fp, h, sizeof h);
+    snprintf(text, sizeof text, "%s%s\n", h, line);
+    tsr_table *t = NULL;
+    ck_assert_msg(tsr_table_parse(text, strlen(text), &fp, &t, why, sizeof why) == TSR_OK, "%s", why);
+    tsr_table_rec_view v;
+    ck_assert(tsr_table_record(t, 0, &v));
+    tsr_workload back;
+    ck_assert_msg(tsr_workload_from_record(&back, &v) == TSR_OK, "%s", tsr_last_error());
+    const tsr_attention_desc *a = &w.problem.u.attention.d, *b = &back.problem.u.attention.d;
+    ck_assert(a->batch == b->batch && a->heads_q == b->heads_q && a->heads_kv == b->heads_kv &&
+              a->seq_q == b->seq_q && a->seq_kv == b->seq_kv && a->head_dim == b->head_dim &&
+              a->causal == b->causal && a->dtype == b->dtype && a->scale == b->scale);
+    ck_assert_str_eq(back.key.variant, w.key.variant);
+    /* a record with a mask cannot be rebuilt: said, not guessed */
+    v.variant = "d=24,causal=none,mask";
+    ck_assert_int_eq(tsr_workload_from_record(&back, &v), TSR_ERR_NOT_SUPPORTED);
+    ck_assert_int_eq(tsr_workload_attention(&back, 1, 3, 2, 1, 1, 8, TSR_CAUSAL_NONE, TSR_F32), TSR_ERR_INVALID_ARGUMENT);
+    tsr_table_free(t);
+    tsr_workload_release(&w);
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(workload_from_record) {
     char text[2048], why[400];
     tsr_device_fp fp = {"cpu", "x", "y", "", 1};
@@ -510,6 +552,7 @@ static Suite *tuner_suite(void) {
     tcase_add_test(tc, checker);
     tcase_add_test(tc, rotation_for_memory_bound);
     tcase_add_test(tc, workload_from_record);
+    tcase_add_test(tc, attention_tunes_and_round_trips);
     tcase_add_test(tc, real_kernel_smoke);
     tcase_add_test(tc, bad_arguments);
     suite_add_tcase(s, tc);
