@@ -263,51 +263,10 @@ static const gemm_shape quick_shapes[] = {
 };
 
 /* Attention shapes: decode (GQA, long caches) and prefill, causal and not. */
-typedef struct attn_shape {
-    int64_t b, hq, hkv, sq, skv, d;
-    tsr_causal causal;
-} attn_shape;
-
 static const attn_shape quick_attention[] = {
     {1, 4, 4, 512, 512, 64, TSR_CAUSAL_NONE},   {1, 4, 4, 512, 512, 128, TSR_CAUSAL_TOP_LEFT},
     {1, 32, 8, 1, 4096, 128, TSR_CAUSAL_NONE},  {1, 32, 8, 8, 2048, 128, TSR_CAUSAL_BOTTOM_RIGHT},
 };
-
-/* Lines `b hq hkv sq skv d [none|top_left|bottom_right]`, # comments. */
-static int read_attention_shapes(const char *path, attn_shape **out) {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        fprintf(stderr, "tessera-tune: cannot open attention shape file '%s'\n", path);
-        return -1;
-    }
-    int n = 0, cap = 16, line_no = 0;
-    attn_shape *v = malloc(sizeof *v * (size_t)cap);
-    char line[512];
-    while (v && fgets(line, sizeof line, f)) {
-        line_no++;
-        char *hash = strchr(line, '#');
-        if (hash) *hash = '\0';
-        long long x[6];
-        char mode[32] = "none";
-        int got = sscanf(line, "%lld %lld %lld %lld %lld %lld %31s", &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], mode);
-        if (got <= 0) continue;
-        tsr_causal cm = !strcmp(mode, "none") ? TSR_CAUSAL_NONE : !strcmp(mode, "top_left") ? TSR_CAUSAL_TOP_LEFT
-                      : !strcmp(mode, "bottom_right") ? TSR_CAUSAL_BOTTOM_RIGHT : (tsr_causal)-1;
-        if (got < 6 || (int)cm < 0) {
-            fprintf(stderr, "tessera-tune: %s:%d: expected `b hq hkv sq skv d [none|top_left|bottom_right]`\n", path,
-                    line_no);
-            free(v);
-            fclose(f);
-            return -1;
-        }
-        if (n == cap) v = realloc(v, sizeof *v * (size_t)(cap *= 2));
-        if (v) v[n++] = (attn_shape){x[0], x[1], x[2], x[3], x[4], x[5], cm};
-    }
-    fclose(f);
-    if (!v) return -1;
-    *out = v;
-    return n;
-}
 
 /* The shapes of one run, of the op being tuned. */
 typedef struct shape_set {
@@ -321,7 +280,7 @@ static int load_shapes(const cli *c, gemm_shape **out);
 static int load_set(const cli *c, shape_set *set) {
     memset(set, 0, sizeof *set);
     if (strcmp(c->op, "attention") != 0) return set->n = load_shapes(c, &set->gemm);
-    if (c->shapes) return set->n = read_attention_shapes(c->shapes, &set->attention);
+    if (c->shapes) return set->n = shapes_read_attention(c->shapes, &set->attention);
     set->attention = malloc(sizeof quick_attention);
     if (!set->attention) return set->n = -1;
     memcpy(set->attention, quick_attention, sizeof quick_attention);
@@ -360,7 +319,7 @@ static void shape_label(const shape_set *set, int i, const cli *c, char *out, si
 static tsr_status shape_workload(const shape_set *set, int i, const cli *c, tsr_workload *w) {
     if (set->attention) {
         const attn_shape *a = &set->attention[i];
-        return tsr_workload_attention(w, a->b, a->hq, a->hkv, a->sq, a->skv, a->d, a->causal, c->ab);
+        return tsr_workload_attention(w, a->b, a->hq, a->hkv, a->sq, a->skv, a->d, (tsr_causal)a->causal, c->ab);
     }
     const gemm_shape *s = &set->gemm[i];
     return tsr_workload_gemm(w, s->m, s->n, s->k, 1, s->trans_a, s->trans_b, c->ab, c->c);

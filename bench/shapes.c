@@ -41,3 +41,40 @@ int shapes_read_gemm(const char *name, const char *dir, gemm_shape **out) {
     *out = v;
     return n;
 }
+
+int shapes_read_attention(const char *path, attn_shape **out) {
+    static const char *const modes[] = {"none", "top_left", "bottom_right"};
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "cannot open the attention shape file '%s'\n", path);
+        return -1;
+    }
+    int n = 0, cap = 16, line_no = 0;
+    attn_shape *v = malloc(sizeof *v * (size_t)cap);
+    char line[512];
+    while (v && fgets(line, sizeof line, f)) {
+        line_no++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        long long x[6];
+        char mode[32] = "none";
+        int got = sscanf(line, "%lld %lld %lld %lld %lld %lld %31s", &x[0], &x[1], &x[2], &x[3], &x[4], &x[5], mode);
+        if (got <= 0) continue;
+        int causal = -1;
+        for (int i = 0; i < 3; i++)
+            if (!strcmp(mode, modes[i])) causal = i;
+        if (got < 6 || causal < 0) {
+            fprintf(stderr, "%s:%d: expected `batch heads_q heads_kv seq_q seq_kv head_dim [none|top_left|bottom_right]`\n",
+                    path, line_no);
+            free(v);
+            fclose(f);
+            return -1;
+        }
+        if (n == cap) v = realloc(v, sizeof *v * (size_t)(cap *= 2));
+        if (v) v[n++] = (attn_shape){x[0], x[1], x[2], x[3], x[4], x[5], causal};
+    }
+    fclose(f);
+    if (!v) return -1;
+    *out = v;
+    return n;
+}

@@ -14,4 +14,15 @@ typedef struct gemm_shape {
  * Returns the count (>= 0) into a malloc'd *out, or -1 with a message on stderr. */
 int shapes_read_gemm(const char *name, const char *dir, gemm_shape **out);
 
+/* Attention lines: `batch heads_q heads_kv seq_q seq_kv head_dim
+ * [none|top_left|bottom_right]`, causal as tsr_causal (0, 1, 2). */
+typedef struct attn_shape {
+    int64_t b, hq, hkv, sq, skv, d;
+    int causal;
+} attn_shape;
+
+/* Reads the attention shape file at path. Returns the count (>= 0) into a
+ * malloc'd *out, or -1 with a message on stderr. */
+int shapes_read_attention(const char *path, attn_shape **out);
+
 #endif

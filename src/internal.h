@@ -225,6 +225,16 @@ static inline bool tsr_dtype_valid(tsr_dtype t) {
     return (unsigned)t <= (unsigned)TSR_I32;
 }
 
+/* Keys [0, end) are visible to attention query i (every CPU kernel and the
+ * reference agree on it). BOTTOM_RIGHT aligns the last query with the last
+ * key; (i + 1) + (seq_kv - seq_q) cannot overflow. */
+static inline int64_t tsr_attention_visible_end(const tsr_attention_desc *d, int64_t i) {
+    int64_t end = d->seq_kv;
+    if (d->causal == TSR_CAUSAL_TOP_LEFT) end = i + 1;
+    else if (d->causal == TSR_CAUSAL_BOTTOM_RIGHT) end = (i + 1) + (d->seq_kv - d->seq_q);
+    return end < 0 ? 0 : (end > d->seq_kv ? d->seq_kv : end);
+}
+
 /* Scalar activations in f32 (the reference definitions). */
 float tsr_activation_ref(tsr_activation act, float x);
 bool tsr_activation_valid(tsr_activation act);

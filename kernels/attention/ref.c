@@ -8,15 +8,6 @@
 
 #include "internal.h"
 
-/* Keys [0, end) are visible to query i. BOTTOM_RIGHT aligns the last query
- * with the last key; (i + 1) + (seq_kv - seq_q) cannot overflow. */
-static int64_t visible_end(const tsr_attention_desc *d, int64_t i) {
-    int64_t end = d->seq_kv;
-    if (d->causal == TSR_CAUSAL_TOP_LEFT) end = i + 1;
-    else if (d->causal == TSR_CAUSAL_BOTTOM_RIGHT) end = (i + 1) + (d->seq_kv - d->seq_q);
-    return end < 0 ? 0 : (end > d->seq_kv ? d->seq_kv : end);
-}
-
 /* Output row r = (b * heads_q + h) * seq_q + i, which is also its lse index.
  * scratch holds seq_kv logits, then q's row and the accumulator (head_dim each). */
 static void attend_row(const tsr_attention_problem *a, int64_t r, double *scratch) {
@@ -29,7 +20,7 @@ static void attend_row(const tsr_attention_problem *a, int64_t r, double *scratc
     const int64_t ko = b * d->k_strides[0] + hk * d->k_strides[1];
     const int64_t vo = b * d->v_strides[0] + hk * d->v_strides[1];
     const int64_t mo = b * d->mask_strides[0] + h * d->mask_strides[1] + i * d->mask_strides[2];
-    const int64_t end = visible_end(d, i);
+    const int64_t end = tsr_attention_visible_end(d, i);
 
     for (int64_t e = 0; e < D; e++) qrow[e] = tsr_load_f(a->q, d->dtype, qo + e);
     double mx = -INFINITY;

@@ -138,14 +138,6 @@ static void buf_carve(const flash_job *j, float *base, flash_buf *b) {
     b->o = b->s + bqp * bkp, b->m = b->o + bqp * j->dp, b->l = b->m + bqp, b->nan = b->l + bqp;
 }
 
-/* Keys [0, end) are visible to query i, as attention.ref's visible_end. */
-static int64_t visible_end(const tsr_attention_desc *d, int64_t i) {
-    int64_t end = d->seq_kv;
-    if (d->causal == TSR_CAUSAL_TOP_LEFT) end = i + 1;
-    else if (d->causal == TSR_CAUSAL_BOTTOM_RIGHT) end = (i + 1) + (d->seq_kv - d->seq_q);
-    return end < 0 ? 0 : (end > d->seq_kv ? d->seq_kv : end);
-}
-
 /* S[r][c] = q_r . k_c for rows [0, nr4) and keys [0, nk2): 4 x 2 dot
  * products share their loads, and four lane reductions cost one shuffle
  * tree. Key pairs outside, so a pair stays in L1 while the rows pass. */
@@ -370,7 +362,7 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
         load_row(q, a->q, d->dtype, qo, D, dp);
         const vf sc = vf_set1(d->scale);
         for (int64_t e = 0; e < dp; e += VL) vf_store(q + e, vf_mul(sc, vf_load(q + e)));
-        int64_t end = visible_end(d, qi[r]);
+        int64_t end = tsr_attention_visible_end(d, qi[r]);
         ends[r] = end > khi ? khi : end < klo ? klo : end;
         if (ends[r] > kend) kend = ends[r];
     }

@@ -155,6 +155,28 @@ template <int W> __device__ __forceinline__ int swz(int row, int c) {
     return c;
 }
 
+/* One operand's tile into shared memory by cp.async: ROWS rows of W 16-byte
+ * chunks. KMAJ: a row is one m (or n) index and its chunks step along k;
+ * else a row is one k index and its chunks step along m (or n). Chunks past
+ * xlim or kend are zero-filled, so edges need no other branch. */
+template <typename T, int ROWS, int W, int THREADS, bool KMAJ>
+__device__ __forceinline__ void tile_async(T *s, const T *g, int64_t ld, int64_t x0, int64_t xlim, int64_t k0,
+                                           int64_t kend, int tid) {
+    constexpr int ES = (int)sizeof(T), EPC = 16 / ES;
+    static_assert(ROWS * W % THREADS == 0, "tile/threads");
+#pragma unroll
+    for (int it = 0; it < ROWS * W / THREADS; it++) {
+        const int i = tid + it * THREADS, r = i / W, c = i % W;
+        int64_t gx, gk, left;
+        bool in;
+        if (KMAJ) gx = x0 + r, gk = k0 + c * EPC, left = kend - gk, in = gx < xlim;
+        else gk = k0 + r, gx = x0 + c * EPC, left = xlim - gx, in = gk < kend;
+        const int bytes = in && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
+        const T *src = bytes ? (KMAJ ? g + gx * ld + gk : g + gk * ld + gx) : g;
+        tsr_cp_async16(s + r * W * EPC + swz<W>(r, c) * EPC, src, bytes);
+    }
+}
+
 template <int STAGES_LEFT> __device__ __forceinline__ void wait_stages(int stages) {
     /* cp.async.wait_group takes an immediate: stages - 2 groups may stay in flight */
     switch (stages) {
@@ -181,9 +203,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     constexpr int MI = WM / 16, NI = WN / 8;
     constexpr int A_ROWS = AK ? BM : BK, A_W = (AK ? BK : BM) / EPC;
     constexpr int B_ROWS = BKM ? BN : BK, B_W = (BKM ? BK : BN) / EPC;
-    constexpr int A_ITERS = A_ROWS * A_W / THREADS, B_ITERS = B_ROWS * B_W / THREADS;
     constexpr int A_TILE = BM * BK, B_TILE = BN * BK;
-    static_assert(A_ROWS * A_W % THREADS == 0 && B_ROWS * B_W % THREADS == 0, "tile/threads");
     static_assert(NI % 2 == 0, "B fragments load in pairs");
 
     extern __shared__ uint4 smem_raw[];
@@ -212,40 +232,8 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     auto load_tile = [&](int slot, int kt) {
         const int64_t k0 = kbeg + (int64_t)kt * BK;
         T *sA = smem + slot * (A_TILE + B_TILE), *sB = sA + A_TILE;
-#pragma unroll
-        for (int it = 0; it < A_ITERS; it++) {
-            int i = tid + it * THREADS, r = i / A_W, c = i % A_W;
-            int64_t gm, gk;
-            int bytes;
-            if (AK) {
-                gm = m0 + r, gk = k0 + c * EPC;
-                int64_t left = kend - gk;
-                bytes = gm < g.M && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
-            } else {
-                gk = k0 + r, gm = m0 + c * EPC;
-                int64_t left = g.M - gm;
-                bytes = gk < kend && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
-            }
-            const T *src = bytes ? (AK ? A + gm * g.lda + gk : A + gk * g.lda + gm) : A;
-            tsr_cp_async16(sA + r * A_W * EPC + swz<A_W>(r, c) * EPC, src, bytes);
-        }
-#pragma unroll
-        for (int it = 0; it < B_ITERS; it++) {
-            int i = tid + it * THREADS, r = i / B_W, c = i % B_W;
-            int64_t gn, gk;
-            int bytes;
-            if (BKM) {
-                gn = n0 + r, gk = k0 + c * EPC;
-                int64_t left = kend - gk;
-                bytes = gn < g.N && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
-            } else {
-                gk = k0 + r, gn = n0 + c * EPC;
-                int64_t left = g.N - gn;
-                bytes = gk < kend && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
-            }
-            const T *src = bytes ? (BKM ? B + gn * g.ldb + gk : B + gk * g.ldb + gn) : B;
-            tsr_cp_async16(sB + r * B_W * EPC + swz<B_W>(r, c) * EPC, src, bytes);
-        }
+        tile_async<T, A_ROWS, A_W, THREADS, AK>(sA, A, g.lda, m0, g.M, k0, kend, tid);
+        tile_async<T, B_ROWS, B_W, THREADS, BKM>(sB, B, g.ldb, n0, g.N, k0, kend, tid);
     };
 
     Acc acc[MI][NI][4];
