@@ -512,9 +512,12 @@ static tsr_status flash_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     const int64_t tasks = d->batch * d->heads_kv * j.nblocks * j.splits;
     int threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
     if (tasks < threads) threads = (int)tasks;
+    /* a woken thread must have >= ~2 MFLOP to pay for its wake-up */
+    const double flops = 4.0 * (double)rows_all * (double)d->seq_kv * (double)d->head_dim;
+    if (flops < 2e6 * threads) threads = flops < 4e6 ? 1 : (int)(flops / 2e6);
     const size_t floats = buf_floats(&j);
     int failed = 0;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (threads > 1)
     {
         float *mem = aligned_alloc(64, round_up((int64_t)(floats * sizeof(float)), 64));
         if (!mem) {
