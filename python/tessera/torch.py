@@ -1,0 +1,484 @@
+"""Tessera kernels as PyTorch custom operators.
+
+    import tessera.torch as tt
+    y = tt.linear(x, w, b, activation="gelu")       # = torch.ops.tessera.linear
+    y = tt.conv2d(x, w, b, stride=2, padding=1)     # NCHW (channels_last kept), or layout="NHWC"
+    o = tt.scaled_dot_product_attention(q, k, v, is_causal=True)
+    y = tt.layer_norm(x, (d,), w, b); y = tt.rms_norm(x, (d,), w)
+
+Importing this module registers, in the "tessera" namespace of
+torch.library: linear, conv2d, scaled_dot_product_attention, layer_norm and
+rms_norm, with kernels for CPU tensors and for CUDA tensors (when Tessera's
+CUDA backend is built and a GPU is present; a CUDA call runs on
+torch.cuda.current_stream() through a Context per (device, stream)), plus
+shape-only ("fake"/Meta) kernels for tracing. torch >= 2.4 registers through
+torch.library.custom_op; older versions (1.13 ...) through
+torch.library.Library + impl. Forward only: there is no autograd formula,
+so call them under torch.no_grad() / inference_mode (or on tensors that do
+not require grad).
+
+Tensors are passed by pointer and strides: transposed weights, padded rows,
+channels_last activations and heads sliced out of a packed projection are
+used in place; only layouts the C ABI cannot express are copied.
+"""
+
+import ctypes
+import math
+import threading
+
+import torch
+
+from . import _lib as L
+from ._context import Context, default_context
+
+__all__ = ["linear", "conv2d", "scaled_dot_product_attention", "layer_norm", "rms_norm", "REGISTRATION"]
+
+_DT = {torch.float32: L.F32, torch.float16: L.F16, torch.bfloat16: L.BF16}
+
+# ---------------------------------------------------------------- plumbing
+
+_ctx_lock = threading.Lock()
+_gpu_ctxs = {}
+
+
+def _handle(t, who):
+    """The context handle for t's device: the default CPU context, or a CUDA
+    context bound to (device, torch's current stream on it)."""
+    dev = t.device
+    if dev.type == "cpu":
+        return default_context().handle
+    if dev.type == "cuda":
+        if getattr(torch.version, "hip", None):
+            L.fail(L.ERR_NOT_SUPPORTED, f"{who}: ROCm tensors are not supported by tessera.torch yet (the HIP "
+                   "backend takes hipStream_t; use CPU or CUDA tensors)")
+        idx = dev.index if dev.index is not None else torch.cuda.current_device()
+        stream = torch.cuda.current_stream(idx).cuda_stream
+        # 0 is the legacy default stream; NULL would give Tessera its own
+        # stream, so pass cudaStreamLegacy (0x1) to stay ordered with torch.
+        handle = stream if stream else 1
+        key = (idx, handle)
+        ctx = _gpu_ctxs.get(key)
+        if ctx is None:
+            with _ctx_lock:
+                ctx = _gpu_ctxs.get(key)
+                if ctx is None:
+                    ctx = Context("cuda", idx, stream=handle)
+                    _gpu_ctxs[key] = ctx
+        return ctx.handle
+    L.fail(L.ERR_NOT_SUPPORTED, f"{who}: tensors on {dev} are not supported (cpu and cuda are)")
+
+
+def _code(t, name, who):
+    c = _DT.get(t.dtype)
+    if c is None:
+        L.fail(L.ERR_NOT_SUPPORTED, f"{who}: {name} has dtype {t.dtype}; Tessera's torch ops take float32, "
+               "float16 or bfloat16")
+    return c
+
+
+def _same_device(who, ref, **tensors):
+    for name, t in tensors.items():
+        if t is not None and t.device != ref.device:
+            L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: {name} is on {t.device} but the input is on {ref.device}")
+
+
+def _vec(v, n, name, who, out_code):
+    """bias/gamma/beta as a contiguous vector of n: f32, or the output's dtype when allowed."""
+    if v.numel() != n:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: {name} has {v.numel()} elements; it must have {n}")
+    v = v.reshape(n)
+    code = _DT.get(v.dtype)
+    if code is None or (code != L.F32 and code != out_code):
+        v, code = v.float(), L.F32
+    return v.contiguous(), code
+
+
+def _activation(name, who):
+    code = L.ACTIVATIONS.get(name.lower() if isinstance(name, str) else name, -1)
+    if code == -1:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: activation {name!r} is not one of "
+               + ", ".join(k for k in L.ACTIVATIONS if isinstance(k, str)))
+    return code
+
+
+def _epi_step(ep, op, activation=0, data=0, dtype=L.F32, scale=1.0):
+    s = ep.steps[ep.num_steps]
+    s.op, s.activation, s.data, s.dtype, s.scale = op, activation, data, dtype, scale
+    ep.num_steps += 1
+
+
+_byref = ctypes.byref
+
+
+# ----------------------------------------------------------------- kernels
+
+def _linear_impl(x, weight, bias, activation):
+    who = "tessera::linear"
+    h = _handle(x, who)
+    _same_device(who, x, weight=weight, bias=bias)
+    xc, wc = _code(x, "x", who), _code(weight, "weight", who)
+    if xc != wc:
+        L.fail(L.ERR_NOT_SUPPORTED, f"{who}: x is {x.dtype} but weight is {weight.dtype}")
+    if weight.dim() != 2 or x.dim() < 1 or weight.shape[1] != x.shape[-1]:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: weight {tuple(weight.shape)} must be (out_features, "
+               f"{x.shape[-1] if x.dim() else '?'}) for x {tuple(x.shape)}")
+    k = x.shape[-1]
+    n = weight.shape[0]
+    x2 = x.reshape(math.prod(x.shape[:-1]), k)
+    m = x2.shape[0]
+    if (k > 1 and x2.stride(1) != 1) or (m > 1 and x2.stride(0) < k):
+        x2 = x2.contiguous()
+    lda = x2.stride(0) if m > 1 else max(k, 1)
+    # weight (n x k) is B^T: row-major weight = column-major B (trans_b)
+    w = weight
+    if (k <= 1 or w.stride(1) == 1) and (n <= 1 or w.stride(0) >= k):
+        trans_b, ldb = L.TRANS, (w.stride(0) if n > 1 else max(k, 1))
+    elif (n <= 1 or w.stride(0) == 1) and (k <= 1 or w.stride(1) >= n):
+        trans_b, ldb = L.NO_TRANS, (w.stride(1) if k > 1 else max(n, 1))
+    else:
+        w = w.contiguous()
+        trans_b, ldb = L.TRANS, max(k, 1)
+    y = torch.empty((m, n), dtype=x.dtype, device=x.device)
+    d = L.GemmDesc()
+    L.lib.tsr_gemm_desc_init(_byref(d))
+    d.trans_b = trans_b
+    d.m, d.n, d.k = m, n, k
+    d.a_dtype = d.b_dtype = d.c_dtype = xc
+    d.lda, d.ldb, d.ldc = lda, ldb, max(n, 1)
+    keep = []
+    if bias is not None:
+        b, bc = _vec(bias, n, "bias", who, xc)
+        keep.append(b)
+        _epi_step(d.epilogue, L.EPI_BIAS, data=b.data_ptr(), dtype=bc)
+    act = _activation(activation, who)
+    if act:
+        _epi_step(d.epilogue, L.EPI_ACTIVATION, activation=act)
+    L.check(L.lib.tsr_gemm(h, ctypes.addressof(d), x2.data_ptr(), w.data_ptr(), y.data_ptr()))
+    return y.reshape(*x.shape[:-1], n)
+
+
+def _conv_out(size, pad0, pad1, dil, f, stride):
+    return (size + pad0 + pad1 - dil * (f - 1) - 1) // stride + 1
+
+
+def _conv2d_impl(x, weight, bias, stride, padding, dilation, groups, layout, activation):
+    who = "tessera::conv2d"
+    h = _handle(x, who)
+    _same_device(who, x, weight=weight, bias=bias)
+    xc, wc = _code(x, "x", who), _code(weight, "weight", who)
+    if xc != wc:
+        L.fail(L.ERR_NOT_SUPPORTED, f"{who}: x is {x.dtype} but weight is {weight.dtype}")
+    if x.dim() != 4 or weight.dim() != 4:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: x {tuple(x.shape)} and weight {tuple(weight.shape)} must be 4-D")
+    lay = layout.upper()
+    if lay == "NCHW":
+        n, c, hh, ww = x.shape
+        k, cg, r, s = weight.shape
+        channels_last = (x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous())
+        if channels_last:  # run NHWC on the same memory, return channels_last like PyTorch
+            xin = x.permute(0, 2, 3, 1)
+            win = weight.permute(0, 2, 3, 1).contiguous()
+            fmt, ff = L.NHWC, L.FILTER_OHWI
+        else:
+            xin, win = x.contiguous(), weight.contiguous()
+            fmt, ff = L.NCHW, L.FILTER_OIHW
+    elif lay == "NHWC":
+        n, hh, ww, c = x.shape
+        k, r, s, cg = weight.shape
+        xin, win = x.contiguous(), weight.contiguous()
+        fmt, ff, channels_last = L.NHWC, L.FILTER_OHWI, False
+    else:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: layout {layout!r} is not 'NCHW' or 'NHWC'")
+    if cg * groups != c:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: weight {tuple(weight.shape)} has {cg} input channels per group "
+               f"but x has {c} channels in {groups} group(s)")
+    if len(padding) != 4 or len(stride) != 2 or len(dilation) != 2:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: stride {list(stride)} and dilation {list(dilation)} take 2 values, "
+               f"padding {list(padding)} 4 (top, bottom, left, right)")
+    d = L.Conv2dDesc()
+    L.lib.tsr_conv2d_desc_init(_byref(d))
+    d.format, d.filter_format = fmt, ff
+    d.n, d.c, d.h, d.w, d.k, d.r, d.s = n, c, hh, ww, k, r, s
+    d.stride_h, d.stride_w = stride
+    d.pad_top, d.pad_bottom, d.pad_left, d.pad_right = padding
+    d.dilation_h, d.dilation_w = dilation
+    d.groups = groups
+    d.x_dtype = d.w_dtype = d.y_dtype = xc
+    p, q = ctypes.c_int64(), ctypes.c_int64()
+    L.check(L.lib.tsr_conv2d_output_shape(_byref(d), _byref(p), _byref(q)))
+    p, q = p.value, q.value
+    keep = []
+    if bias is not None:
+        b, bc = _vec(bias, k, "bias", who, xc)
+        keep.append(b)
+        _epi_step(d.epilogue, L.EPI_BIAS, data=b.data_ptr(), dtype=bc)
+    act = _activation(activation, who)
+    if act:
+        _epi_step(d.epilogue, L.EPI_ACTIVATION, activation=act)
+    if fmt == L.NHWC:
+        y = torch.empty((n, p, q, k), dtype=x.dtype, device=x.device)
+    else:
+        y = torch.empty((n, k, p, q), dtype=x.dtype, device=x.device)
+    L.check(L.lib.tsr_conv2d(h, _byref(d), xin.data_ptr(), win.data_ptr(), y.data_ptr()))
+    return y.permute(0, 3, 1, 2) if channels_last else y
+
+
+def _bhsd(t):
+    B, H, S, D = t.shape
+    st = t.stride()
+    if (D > 1 and st[3] != 1) or (B * H * S > 1 and st[0] == st[1] == st[2] == 0) or min(st) < 0:
+        t = t.contiguous()
+        st = t.stride()
+    return t, st[:3]
+
+
+def _sdpa_impl(q, k, v, attn_mask, is_causal, scale, causal_align):
+    who = "tessera::scaled_dot_product_attention"
+    h = _handle(q, who)
+    _same_device(who, q, k=k, v=v, attn_mask=attn_mask)
+    qc = _code(q, "q", who)
+    if k.dtype != q.dtype or v.dtype != q.dtype:
+        L.fail(L.ERR_NOT_SUPPORTED, f"{who}: q, k and v must share a dtype ({q.dtype}, {k.dtype}, {v.dtype})")
+    if not (q.dim() == k.dim() == v.dim()) or q.dim() not in (3, 4):
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: q, k, v must all be (B, H, S, D) or (H, S, D)")
+    squeeze = q.dim() == 3
+    if squeeze:
+        q, k, v = q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0)
+    B, Hq, Sq, D = q.shape
+    Bk, Hkv, Skv, Dk = k.shape
+    if Bk != B or Dk != D or tuple(v.shape) != tuple(k.shape):
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}: "
+               "k and v must be (B, Hkv, Skv, D) with q's B and D (Tessera needs v's head dim = q's)")
+    q, qs = _bhsd(q)
+    k, ks = _bhsd(k)
+    v, vs = _bhsd(v)
+    o = torch.empty((B, Hq, Sq, D), dtype=q.dtype, device=q.device)
+    d = L.AttentionDesc()
+    L.lib.tsr_attention_desc_init(_byref(d))
+    d.batch, d.heads_q, d.heads_kv, d.seq_q, d.seq_kv, d.head_dim = B, Hq, Hkv, Sq, Skv, D
+    d.dtype = qc
+    d.q_strides[:], d.k_strides[:], d.v_strides[:] = qs, ks, vs
+    d.o_strides[:] = o.stride()[:3]
+    if scale is not None:
+        if not scale > 0:
+            L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: scale ({scale}) must be > 0 (None = 1/sqrt(head_dim))")
+        d.scale = scale
+    if is_causal:
+        d.causal = L.CAUSAL.get(causal_align, -1)
+        if d.causal not in (1, 2):
+            L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: causal_align {causal_align!r} is not 'top_left' or "
+                   "'bottom_right'")
+    mask = None
+    if attn_mask is not None:
+        mask = attn_mask
+        if mask.dtype == torch.bool:
+            mask = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).masked_fill(~mask, -math.inf)
+        elif mask.dtype != torch.float32 and mask.dtype != q.dtype:
+            mask = mask.float()
+        if mask.dim() > 4:
+            L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: attn_mask {tuple(mask.shape)} has more than 4 dims")
+        try:
+            mask = mask.expand(B, Hq, Sq, Skv)
+        except RuntimeError:
+            L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: attn_mask {tuple(attn_mask.shape)} does not broadcast to "
+                   f"{(B, Hq, Sq, Skv)}")
+        if Skv > 1 and mask.stride(3) != 1:
+            mask = mask.contiguous()
+        d.mask = mask.data_ptr()
+        d.mask_dtype = _DT[mask.dtype]
+        d.mask_strides[:] = mask.stride()[:3]
+    L.check(L.lib.tsr_attention(h, _byref(d), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()))
+    return o[0] if squeeze else o
+
+
+def _norm_impl(op, x, normalized_shape, weight, bias, eps):
+    who = f"tessera::{op}"
+    h = _handle(x, who)
+    _same_device(who, x, weight=weight, bias=bias)
+    xc = _code(x, "x", who)
+    ns = tuple(normalized_shape)
+    if not ns or tuple(x.shape[-len(ns):]) != ns:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: normalized_shape {list(ns)} is not the trailing shape of x "
+               f"{tuple(x.shape)}")
+    cols = math.prod(ns)
+    x2 = x.reshape(math.prod(x.shape[:-len(ns)]), cols)
+    rows = x2.shape[0]
+    if (cols > 1 and x2.stride(1) != 1) or (rows > 1 and x2.stride(0) < cols):
+        x2 = x2.contiguous()
+    y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    d = L.RowwiseDesc()
+    L.lib.tsr_rowwise_desc_init(_byref(d))
+    d.rows, d.cols = rows, cols
+    d.x_row_stride = x2.stride(0) if rows > 1 else cols
+    d.y_row_stride = cols
+    d.x_dtype = d.y_dtype = xc
+    d.epsilon = eps if eps is not None else torch.finfo(x.dtype).eps
+    g = b = None
+    if weight is not None:
+        g = weight.reshape(cols).float().contiguous() if weight.numel() == cols else None
+        if g is None:
+            L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: weight has {weight.numel()} elements, not {cols}")
+    if bias is not None:
+        b = bias.reshape(cols).float().contiguous() if bias.numel() == cols else None
+        if b is None:
+            L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: bias has {bias.numel()} elements, not {cols}")
+    gp = g.data_ptr() if g is not None else None
+    if op == "layer_norm":
+        st = L.lib.tsr_layernorm(h, _byref(d), x2.data_ptr(), gp, b.data_ptr() if b is not None else None,
+                                 y.data_ptr())
+    else:
+        st = L.lib.tsr_rmsnorm(h, _byref(d), x2.data_ptr(), gp, y.data_ptr())
+    L.check(st)
+    return y
+
+
+def _layer_norm_impl(x, normalized_shape, weight, bias, eps):
+    return _norm_impl("layer_norm", x, normalized_shape, weight, bias, eps)
+
+
+def _rms_norm_impl(x, normalized_shape, weight, eps):
+    return _norm_impl("rms_norm", x, normalized_shape, weight, None, eps)
+
+
+# ------------------------------------------------------------- fake kernels
+
+def _linear_fake(x, weight, bias, activation):
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+def _conv2d_fake(x, weight, bias, stride, padding, dilation, groups, layout, activation):
+    if layout.upper() == "NCHW":
+        n, _, hh, ww = x.shape
+        k, _, r, s = weight.shape
+        shape = (n, k, _conv_out(hh, padding[0], padding[1], dilation[0], r, stride[0]),
+                 _conv_out(ww, padding[2], padding[3], dilation[1], s, stride[1]))
+    else:
+        n, hh, ww, _ = x.shape
+        k, r, s, _ = weight.shape
+        shape = (n, _conv_out(hh, padding[0], padding[1], dilation[0], r, stride[0]),
+                 _conv_out(ww, padding[2], padding[3], dilation[1], s, stride[1]), k)
+    return x.new_empty(shape)
+
+
+def _sdpa_fake(q, k, v, attn_mask, is_causal, scale, causal_align):
+    return q.new_empty(q.shape)
+
+
+def _layer_norm_fake(x, normalized_shape, weight, bias, eps):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def _rms_norm_fake(x, normalized_shape, weight, eps):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+# ------------------------------------------------------------ registration
+
+_OPS = {
+    "linear": ("(Tensor x, Tensor weight, Tensor? bias, str activation) -> Tensor", _linear_impl, _linear_fake),
+    "conv2d": ("(Tensor x, Tensor weight, Tensor? bias, int[] stride, int[] padding, int[] dilation, "
+               "int groups, str layout, str activation) -> Tensor", _conv2d_impl, _conv2d_fake),
+    "scaled_dot_product_attention": (
+        "(Tensor q, Tensor k, Tensor v, Tensor? attn_mask, bool is_causal, float? scale, str causal_align) "
+        "-> Tensor", _sdpa_impl, _sdpa_fake),
+    "layer_norm": ("(Tensor x, int[] normalized_shape, Tensor? weight, Tensor? bias, float? eps) -> Tensor",
+                   _layer_norm_impl, _layer_norm_fake),
+    "rms_norm": ("(Tensor x, int[] normalized_shape, Tensor? weight, float? eps) -> Tensor", _rms_norm_impl,
+                 _rms_norm_fake),
+}
+
+_library = None  # torch.library.Library must stay alive for its registrations to stay
+REGISTRATION = None  # "custom_op" or "Library", for tests and logs
+
+
+def _register():
+    global _library, REGISTRATION
+    lib_mod = torch.library
+    if hasattr(lib_mod, "custom_op") and hasattr(lib_mod, "register_fake"):
+        for name, (schema, impl, fake) in _OPS.items():
+            op = lib_mod.custom_op(f"tessera::{name}", impl, mutates_args=(), schema=schema)
+            op.register_fake(fake)
+        REGISTRATION = "custom_op"
+        return
+    _library = lib_mod.Library("tessera", "DEF")
+    for name, (schema, impl, fake) in _OPS.items():
+        _library.define(name + schema)
+        _library.impl(name, impl, "CPU")
+        _library.impl(name, impl, "CUDA")
+        try:
+            _library.impl(name, fake, "Meta")
+        except (RuntimeError, TypeError, ValueError):  # very old torch: no Python Meta kernels
+            pass
+    REGISTRATION = "Library"
+
+
+try:
+    _already = hasattr(torch.ops, "tessera") and hasattr(torch.ops.tessera, "linear")
+except (AttributeError, RuntimeError):
+    _already = False
+if not _already:
+    _register()
+
+
+# ---------------------------------------------------------------- wrappers
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return [v, v]
+    v = [int(i) for i in v]
+    if len(v) != 2:
+        raise ValueError(f"tessera.torch: {name} {v} must be an int or 2 ints")
+    return v
+
+
+def linear(x, weight, bias=None, activation="none"):
+    """x @ weight.T + bias, then activation ('relu', 'gelu', 'gelu_tanh',
+    'silu', 'sigmoid', 'tanh') fused in the GEMM's epilogue; as
+    torch.nn.functional.linear."""
+    return torch.ops.tessera.linear(x, weight, bias, activation)
+
+
+def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, layout="NCHW", activation="none"):
+    """As torch.nn.functional.conv2d (layout 'NCHW', weight (k, c/groups, r,
+    s); a channels_last x runs as NHWC and gives a channels_last result), or
+    layout 'NHWC' with x (n, h, w, c) and weight (k, r, s, c/groups).
+    padding: int, (h, w), (top, bottom, left, right), 'valid' or 'same'."""
+    stride, dilation = _pair(stride, "stride"), _pair(dilation, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0, 0, 0, 0]
+        elif padding == "same":
+            r, s = (weight.shape[2:] if layout.upper() == "NCHW" else weight.shape[1:3])
+            th, tw = dilation[0] * (r - 1), dilation[1] * (s - 1)
+            padding = [th // 2, th - th // 2, tw // 2, tw - tw // 2]
+        else:
+            raise ValueError(f"tessera.torch.conv2d: padding {padding!r} is not 'valid' or 'same'")
+    elif isinstance(padding, int):
+        padding = [padding] * 4
+    else:
+        padding = [int(p) for p in padding]
+        if len(padding) == 2:
+            padding = [padding[0], padding[0], padding[1], padding[1]]
+    return torch.ops.tessera.conv2d(x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
+
+
+def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, causal_align="top_left"):
+    """As torch.nn.functional.scaled_dot_product_attention (no dropout), with
+    GQA when k/v have fewer heads than q, and causal_align 'bottom_right'
+    for FlashAttention's diagonal when seq_q != seq_kv."""
+    return torch.ops.tessera.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale,
+                                                          causal_align)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """As torch.nn.functional.layer_norm (weight and bias used as float32)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = [normalized_shape]
+    return torch.ops.tessera.layer_norm(x, list(normalized_shape), weight, bias, eps)
+
+
+def rms_norm(x, normalized_shape, weight=None, eps=None):
+    """As torch.nn.functional.rms_norm (eps None = finfo(x.dtype).eps)."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = [normalized_shape]
+    return torch.ops.tessera.rms_norm(x, list(normalized_shape), weight, eps)
