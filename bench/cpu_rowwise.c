@@ -26,25 +26,25 @@ static row_case cases[MAX_ROW_CASES];
 static int ncases;
 static tsr_context *ctx;
 
+static tsr_status run_row(row_case *c) {
+    switch (c->op) {
+    case OP_COPY: memcpy(c->y, c->x, c->bytes / 2); return TSR_OK;
+    case OP_SOFTMAX: return tsr_softmax(ctx, &c->d, c->x, c->y);
+    case OP_LAYERNORM: return tsr_layernorm(ctx, &c->d, c->x, c->gamma, c->beta, c->y);
+    default: return tsr_rmsnorm(ctx, &c->d, c->x, c->gamma, c->y);
+    }
+}
+
 static void bench_row(gb_state *st, void *arg) {
     row_case *c = arg;
     if (!c->x || !c->y) {
         gb_skip_with_error(st, "out of memory");
         return;
     }
-    while (gb_keep_running(st)) {
-        tsr_status s = TSR_OK;
-        switch (c->op) {
-        case OP_COPY: memcpy(c->y, c->x, c->bytes / 2); break;
-        case OP_SOFTMAX: s = tsr_softmax(ctx, &c->d, c->x, c->y); break;
-        case OP_LAYERNORM: s = tsr_layernorm(ctx, &c->d, c->x, c->gamma, c->beta, c->y); break;
-        default: s = tsr_rmsnorm(ctx, &c->d, c->x, c->gamma, c->y); break;
-        }
-        if (s != TSR_OK) {
-            gb_skip_with_error(st, tsr_last_error());
-            break;
-        }
-    }
+    /* one untimed call: pages the VM gave back are faulted in again here */
+    tsr_status s = run_row(c);
+    while (s == TSR_OK && gb_keep_running(st)) s = run_row(c);
+    if (s != TSR_OK) gb_skip_with_error(st, tsr_last_error());
 }
 
 static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
