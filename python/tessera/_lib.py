@@ -16,6 +16,7 @@ from ._errors import TesseraError, error_for_status
 
 OK = 0
 ERR_INVALID_ARGUMENT, ERR_NOT_SUPPORTED, ERR_NO_DEVICE = 1, 2, 3
+ERR_OUT_OF_MEMORY, ERR_DEVICE, ERR_WRONG_CONTEXT, ERR_IO = 4, 5, 6, 7
 
 F32, F16, BF16, I8, I32 = 0, 1, 2, 3, 4
 DTYPE_NAMES = {F32: "f32", F16: "f16", BF16: "bf16", I8: "i8", I32: "i32"}
