@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bench_attention.h"
+#include "fill.h"
 #include "gbench_shim.h"
 #include "tessera.h"
 #ifndef TSR_BENCH_NO_ONEDNN
@@ -51,18 +52,6 @@ static double flops_of(const tsr_attention_desc *d) {
 static double kv_bytes(const tsr_attention_desc *d) {
     return 2.0 * (double)d->batch * (double)d->heads_kv * (double)d->seq_kv * (double)d->head_dim *
            (double)tsr_dtype_size(d->dtype);
-}
-
-static void *filled(size_t n, tsr_dtype t, unsigned seed) {
-    size_t es = tsr_dtype_size(t);
-    unsigned char *p = malloc(n * es);
-    if (!p) return NULL;
-    for (size_t i = 0; i < n; i++) {
-        float v = (float)((i * 2654435761u + seed * 977u) % 2003u) / 2003.0f - 0.5f;
-        if (t == TSR_F32) ((float *)p)[i] = v;
-        else ((uint16_t *)p)[i] = t == TSR_F16 ? tsr_f32_to_f16(v) : tsr_f32_to_bf16(v);
-    }
-    return p;
 }
 
 /* The unfused path, one (batch, head) at a time on contiguous BHSD data. */
@@ -131,7 +120,10 @@ static attn_case *add(int impl, const tsr_attention_desc *d, const char *variant
     size_t nq = (size_t)(d->batch * d->heads_q * d->seq_q * d->head_dim);
     size_t nk = (size_t)(d->batch * d->heads_kv * d->seq_kv * d->head_dim);
     tsr_dtype t = impl == IMPL_UNFUSED ? TSR_F32 : d->dtype;
-    c->q = filled(nq, t, 1), c->k = filled(nk, t, 2), c->v = filled(nk, t, 3), c->o = malloc(nq * tsr_dtype_size(t));
+    c->q = bench_filled(t, nq, 1, -0.5f, 0.5f);
+    c->k = bench_filled(t, nk, 2, -0.5f, 0.5f);
+    c->v = bench_filled(t, nk, 3, -0.5f, 0.5f);
+    c->o = malloc(nq * tsr_dtype_size(t));
     if (impl == IMPL_UNFUSED) c->s = malloc(sizeof(float) * (size_t)(d->seq_q * d->seq_kv));
     c->failed = !c->q || !c->k || !c->v || !c->o || (impl == IMPL_UNFUSED && !c->s);
     snprintf(c->name, sizeof c->name, "attention/%s/%s/b%lld_h%lld-%lld_sq%lld_skv%lld_d%lld/%s",

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench_rowwise.h"
+#include "fill.h"
 #include "gbench_shim.h"
 #include "tessera.h"
 
@@ -59,11 +60,7 @@ static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
     c->x = malloc(n * es), c->y = malloc(n * es);
     c->gamma = malloc(sizeof(float) * (size_t)cols), c->beta = malloc(sizeof(float) * (size_t)cols);
     if (c->x && c->y && c->gamma && c->beta) {
-        for (size_t i = 0; i < n; i++) {
-            float v = (float)((i * 2654435761u) % 1999u) / 400.0f - 2.5f;
-            if (t == TSR_F32) ((float *)c->x)[i] = v;
-            else ((uint16_t *)c->x)[i] = t == TSR_F16 ? tsr_f32_to_f16(v) : tsr_f32_to_bf16(v);
-        }
+        bench_fill(c->x, t, n, 1, -2.5f, 2.5f);
         memset(c->y, 0, n * es);
         for (int64_t j = 0; j < cols; j++) c->gamma[j] = 1.0f + (float)(j % 7) / 16, c->beta[j] = (float)(j % 5) / 8;
     }

@@ -18,6 +18,7 @@
 
 #include "cuda_peak.h"
 #include "cuda_suite.h"
+#include "fill.h"
 #include "gbench_shim.h"
 #include "shapes.h"
 #include "tessera.h"
@@ -78,16 +79,10 @@ static void *dev_alloc(size_t bytes) {
 
 /* Values in [-0.5, 0.5) on a fixed pattern, in the dtype, uploaded. */
 static void *dev_pattern(tsr_dtype dt, size_t n, unsigned seed) {
-    size_t es = tsr_dtype_size(dt);
-    unsigned char *h = malloc(n * es);
+    void *h = bench_filled(dt, n, seed, -0.5f, 0.5f);
     if (!h) exit(2);
-    for (size_t i = 0; i < n; i++) {
-        float v = (float)((i * 2654435761u + seed * 40503u) % 1021u) / 1021.0f - 0.5f;
-        if (dt == TSR_F32) ((float *)h)[i] = v;
-        else ((uint16_t *)h)[i] = dt == TSR_F16 ? tsr_f32_to_f16(v) : tsr_f32_to_bf16(v);
-    }
-    void *d = dev_alloc(n * es);
-    cudaMemcpy(d, h, n * es, cudaMemcpyHostToDevice);
+    void *d = dev_alloc(n * tsr_dtype_size(dt));
+    cudaMemcpy(d, h, n * tsr_dtype_size(dt), cudaMemcpyHostToDevice);
     free(h);
     return d;
 }

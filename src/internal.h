@@ -225,6 +225,14 @@ static inline bool tsr_dtype_valid(tsr_dtype t) {
     return (unsigned)t <= (unsigned)TSR_I32;
 }
 
+/* Threads for `work` units on ctx: waking a thread costs microseconds (far
+ * more when its core is busy), so each woken one gets >= per_thread units. */
+static inline int tsr_threads_for(const tsr_context *ctx, double work, double per_thread) {
+    const int all = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    const double want = work / per_thread;
+    return want >= all ? all : want < 2 ? 1 : (int)want;
+}
+
 /* Keys [0, end) are visible to attention query i (every CPU kernel and the
  * reference agree on it). BOTTOM_RIGHT aligns the last query with the last
  * key; (i + 1) + (seq_kv - seq_q) cannot overflow. */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "../../arch/x86_avx512/vmath.h"
+#include "../../arch/x86_avx512/vdtype.h"
 #include "internal.h"
 
 enum { K_BLOCK_Q, K_BLOCK_KV, K_SPLITS };
@@ -41,60 +42,6 @@ static int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 /* ------------------------------------------------------ vector helpers */
 
-#if VL == 16
-/* lanes 8..15 (AVX-512F has no 32x8 extract without DQ) */
-static inline __m256 upper8(vf v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
-#endif
-
-/* The sums of four vectors, lane-reduced, into out[0..3]. */
-static inline void hsum4(vf a, vf b, vf c, vf d, float *out) {
-#if VL == 16
-    __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(a), upper8(a));
-    __m256 b8 = _mm256_add_ps(_mm512_castps512_ps256(b), upper8(b));
-    __m256 c8 = _mm256_add_ps(_mm512_castps512_ps256(c), upper8(c));
-    __m256 d8 = _mm256_add_ps(_mm512_castps512_ps256(d), upper8(d));
-#else
-    __m256 a8 = a, b8 = b, c8 = c, d8 = d;
-#endif
-    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
-}
-
-static inline float hsum(vf v) {
-    float s[4];
-    hsum4(v, vf_zero(), vf_zero(), vf_zero(), s);
-    return s[0];
-}
-
-static inline float hmax(vf v) {
-    float t[VL], m = -INFINITY;
-    vf_store(t, v);
-    for (int i = 0; i < VL; i++) m = t[i] > m ? t[i] : m;
-    return m;
-}
-
-#if VL == 16
-#define vf_is(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
-#define vf_any(mask) ((mask) != 0)
-#define vf_zero_where(v, mask) _mm512_mask_blend_ps(mask, v, _mm512_setzero_ps())
-#else
-#define vf_is(a, b, pred) _mm256_cmp_ps(a, b, pred)
-#define vf_any(mask) (_mm256_movemask_ps(mask) != 0)
-#define vf_zero_where(v, mask) _mm256_andnot_ps(mask, v)
-#endif
-
-/* VL values of dtype t at p as f32 (the direct path's converting load). */
-static inline __attribute__((always_inline)) vf load_as_f32(const void *p, tsr_dtype t) {
-    if (t == TSR_F32) return vf_load((const float *)p);
-#if VL == 16
-    __m256i raw = _mm256_loadu_si256((const __m256i *)p);
-    return t == TSR_F16 ? _mm512_cvtph_ps(raw) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
-#else
-    __m128i raw = _mm_loadu_si128((const __m128i *)p);
-    return t == TSR_F16 ? _mm256_cvtph_ps(raw) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
-#endif
-}
-
 /* n values of dtype t from src + off into dst as f32, zeros up to np. */
 static void load_row(float *dst, const void *src, tsr_dtype t, int64_t off, int64_t n, int64_t np) {
     int64_t e = 0;
@@ -102,14 +49,8 @@ static void load_row(float *dst, const void *src, tsr_dtype t, int64_t off, int6
         memcpy(dst, (const float *)src + off, sizeof(float) * (size_t)n);
         e = n;
     } else {
-        const uint16_t *h = (const uint16_t *)src + off;
-        for (; e + 8 <= n; e += 8) {
-            __m128i raw = _mm_loadu_si128((const __m128i *)(h + e));
-            __m256 f = t == TSR_F16 ? _mm256_cvtph_ps(raw)
-                                    : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
-            _mm256_storeu_ps(dst + e, f);
-        }
-        for (; e < n; e++) dst[e] = t == TSR_F16 ? tsr_f16_to_f32(h[e]) : tsr_bf16_to_f32(h[e]);
+        for (; e + VL <= n; e += VL) vf_store(dst + e, vf_load_dtype(src, t, off + e));
+        for (; e < n; e++) dst[e] = tsr_load_f(src, t, off + e);
     }
     for (; e < np; e++) dst[e] = 0.0f;
 }
@@ -136,32 +77,6 @@ static void buf_carve(const flash_job *j, float *base, flash_buf *b) {
     int64_t bqp = round_up(j->bq, 4), bkp = round_up(j->bk, VL);
     b->q = base, b->k = b->q + bqp * j->dp, b->v = b->k + bkp * j->dp, b->s = b->v + bkp * j->dp;
     b->o = b->s + bqp * bkp, b->m = b->o + bqp * j->dp, b->l = b->m + bqp, b->nan = b->l + bqp;
-}
-
-/* S[r][c] = q_r . k_c for rows [0, nr4) and keys [0, nk2): 4 x 2 dot
- * products share their loads, and four lane reductions cost one shuffle
- * tree. Key pairs outside, so a pair stays in L1 while the rows pass. */
-static void scores(const flash_job *j, const flash_buf *b, int64_t nr4, int64_t nk2, int64_t bkp) {
-    const int64_t dp = j->dp;
-    for (int64_t c = 0; c < nk2; c += 2) {
-        const float *k0 = b->k + c * dp, *k1 = k0 + dp;
-        for (int64_t r = 0; r < nr4; r += 4) {
-            const float *q0 = b->q + r * dp, *q1 = q0 + dp, *q2 = q1 + dp, *q3 = q2 + dp;
-            vf a00 = vf_zero(), a01 = vf_zero(), a10 = vf_zero(), a11 = vf_zero();
-            vf a20 = vf_zero(), a21 = vf_zero(), a30 = vf_zero(), a31 = vf_zero();
-            for (int64_t e = 0; e < dp; e += VL) {
-                vf x0 = vf_load(k0 + e), x1 = vf_load(k1 + e), y;
-                y = vf_load(q0 + e), a00 = vf_fma(y, x0, a00), a01 = vf_fma(y, x1, a01);
-                y = vf_load(q1 + e), a10 = vf_fma(y, x0, a10), a11 = vf_fma(y, x1, a11);
-                y = vf_load(q2 + e), a20 = vf_fma(y, x0, a20), a21 = vf_fma(y, x1, a21);
-                y = vf_load(q3 + e), a30 = vf_fma(y, x0, a30), a31 = vf_fma(y, x1, a31);
-            }
-            float s0[4], s1[4];
-            hsum4(a00, a10, a20, a30, s0);
-            hsum4(a01, a11, a21, a31, s1);
-            for (int i = 0; i < 4; i++) b->s[(r + i) * bkp + c] = s0[i], b->s[(r + i) * bkp + c + 1] = s1[i];
-        }
-    }
 }
 
 /* O[r] += sum_c P[r][c] V[c] for rows [0, nr2), two rows by four vectors.
@@ -199,30 +114,33 @@ static void accumulate_pv(const flash_job *j, const flash_buf *b, int64_t nr2, i
         }
 }
 
-/* The direct path for few rows (decode): K and V are read where they lie,
- * converted in registers, never packed, so each byte of the cache is read
- * once per block of rows. Needs head_dim % VL == 0. kp/vp: key j0's row;
- * ks/vs: the key stride in elements. */
-static inline __attribute__((always_inline)) void scores_direct(const flash_job *j, const flash_buf *b, int64_t nr4,
-                                                                 int64_t nk, int64_t bkp, const char *kp, int64_t ks,
-                                                                 tsr_dtype t) {
-    const int64_t dp = j->dp, D = j->a->d.head_dim, es = (int64_t)tsr_dtype_size(t);
-    for (int64_t r = 0; r < nr4; r += 4) {
-        const float *q0 = b->q + r * dp, *q1 = q0 + dp, *q2 = q1 + dp, *q3 = q2 + dp;
-        for (int64_t c = 0; c < nk; c += 2) {
-            const char *k0 = kp + c * ks * es, *k1 = c + 1 < nk ? k0 + ks * es : k0;
+/* S[r][c] = q_r . k_c for rows [0, nr4) and keys [0, nk): 4 x 2 dot
+ * products share their loads, and four lane reductions cost one shuffle
+ * tree. Key pairs outside, so a pair stays in L1 while the rows pass. Keys
+ * are rows of len elements of dtype t, ks apart, from kp: the packed f32
+ * block (len = dp), or, on the direct path for few rows (decode), K where it
+ * lies, converted in registers and never packed (len = head_dim, a
+ * multiple of VL), so each byte of the cache is read once per row block. */
+static inline __attribute__((always_inline)) void scores(const flash_job *j, const flash_buf *b, int64_t nr4,
+                                                          int64_t nk, int64_t bkp, const char *kp, int64_t ks,
+                                                          tsr_dtype t, int64_t len) {
+    const int64_t dp = j->dp, es = (int64_t)tsr_dtype_size(t);
+    for (int64_t c = 0; c < nk; c += 2) {
+        const char *k0 = kp + c * ks * es, *k1 = c + 1 < nk ? k0 + ks * es : k0;
+        for (int64_t r = 0; r < nr4; r += 4) {
+            const float *q0 = b->q + r * dp, *q1 = q0 + dp, *q2 = q1 + dp, *q3 = q2 + dp;
             vf a00 = vf_zero(), a01 = vf_zero(), a10 = vf_zero(), a11 = vf_zero();
             vf a20 = vf_zero(), a21 = vf_zero(), a30 = vf_zero(), a31 = vf_zero();
-            for (int64_t e = 0; e < D; e += VL) {
-                vf x0 = load_as_f32(k0 + e * es, t), x1 = load_as_f32(k1 + e * es, t), y;
+            for (int64_t e = 0; e < len; e += VL) {
+                vf x0 = vf_load_dtype(k0, t, e), x1 = vf_load_dtype(k1, t, e), y;
                 y = vf_load(q0 + e), a00 = vf_fma(y, x0, a00), a01 = vf_fma(y, x1, a01);
                 y = vf_load(q1 + e), a10 = vf_fma(y, x0, a10), a11 = vf_fma(y, x1, a11);
                 y = vf_load(q2 + e), a20 = vf_fma(y, x0, a20), a21 = vf_fma(y, x1, a21);
                 y = vf_load(q3 + e), a30 = vf_fma(y, x0, a30), a31 = vf_fma(y, x1, a31);
             }
             float s0[4], s1[4];
-            hsum4(a00, a10, a20, a30, s0);
-            hsum4(a01, a11, a21, a31, s1);
+            vf_hsum4(a00, a10, a20, a30, s0);
+            vf_hsum4(a01, a11, a21, a31, s1);
             for (int i = 0; i < 4; i++) {
                 b->s[(r + i) * bkp + c] = s0[i];
                 if (c + 1 < nk) b->s[(r + i) * bkp + c + 1] = s1[i];
@@ -247,7 +165,7 @@ static inline __attribute__((always_inline)) void pv_direct(const flash_job *j, 
             vf c21 = two ? vf_load(o2 + e + VL) : vf_zero(), c31 = two ? vf_load(o3 + e + VL) : vf_zero();
             for (int64_t c = 0; c < nk; c++) {
                 const char *vr = vp + (c * vs + e) * es;
-                vf x0 = load_as_f32(vr, t), x1 = two ? load_as_f32(vr + VL * es, t) : vf_zero();
+                vf x0 = vf_load_dtype(vr, t, 0), x1 = two ? vf_load_dtype(vr, t, VL) : vf_zero();
                 vf w0 = vf_set1(p0[c]), w1 = vf_set1(p1[c]), w2 = vf_set1(p2[c]), w3 = vf_set1(p3[c]);
                 c00 = vf_fma(w0, x0, c00), c01 = vf_fma(w0, x1, c01);
                 c10 = vf_fma(w1, x0, c10), c11 = vf_fma(w1, x1, c11);
@@ -266,15 +184,15 @@ static void block_direct(const flash_job *j, const flash_buf *b, int64_t nr4, in
     const tsr_attention_desc *d = &j->a->d;
     switch (d->dtype) {
     case TSR_F16:
-        if (pass == 0) scores_direct(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F16);
+        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F16, d->head_dim);
         else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_F16);
         break;
     case TSR_BF16:
-        if (pass == 0) scores_direct(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_BF16);
+        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_BF16, d->head_dim);
         else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_BF16);
         break;
     default:
-        if (pass == 0) scores_direct(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F32);
+        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F32, d->head_dim);
         else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_F32);
         break;
     }
@@ -288,25 +206,24 @@ static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_
     int bad = 0;
     for (int64_t c = 0; c < bkp; c += VL) {
         vf x = vf_load(s + c);
-        bad |= vf_any(vf_is(x, x, _CMP_UNORD_Q)) || vf_any(vf_is(x, vf_set1(INFINITY), _CMP_EQ_OQ));
+        bad |= vf_any_nan_or_posinf(x);
         mx = vf_max(mx, x);
     }
     if (bad) b->nan[r] = 1.0f;
-    float m_old = b->m[r], m_new = hmax(mx);
+    float m_old = b->m[r], m_new = vf_hmax(mx);
     if (m_new < m_old) m_new = m_old;
     if (m_new == -INFINITY || bad) { /* nothing visible yet, or the row is NaN anyway */
         memset(s, 0, sizeof(float) * (size_t)bkp);
         return;
     }
-    vf sum = vf_zero(), mv = vf_set1(m_new), ninf = vf_set1(-INFINITY);
+    vf sum = vf_zero(), mv = vf_set1(m_new);
     for (int64_t c = 0; c < bkp; c += VL) {
-        vf x = vf_load(s + c);
-        vf p = vf_zero_where(vf_exp(vf_sub(x, mv)), vf_is(x, ninf, _CMP_EQ_OQ));
+        vf p = vf_exp_shifted(vf_load(s + c), mv);
         vf_store(s + c, p);
         sum = vf_add(sum, p);
     }
     float alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
-    b->l[r] = b->l[r] * alpha + hsum(sum);
+    b->l[r] = b->l[r] * alpha + vf_hsum(sum);
     b->m[r] = m_new;
     if (alpha != 1.0f) {
         float *o = b->o + r * j->dp;
@@ -372,20 +289,15 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
     /* few rows: packing K/V would cost more than the dot products it feeds */
     const bool direct = nr4 <= 8 && D % VL == 0;
     for (int64_t j0 = klo; j0 < kend; j0 += j->bk) {
-        const int64_t nk = kend - j0 < j->bk ? kend - j0 : j->bk, nk2 = round_up(nk, 2);
+        const int64_t nk = kend - j0 < j->bk ? kend - j0 : j->bk;
         const char *kp = (const char *)a->k + (size_t)(ko + j0 * d->k_strides[2]) * es;
         const char *vp = (const char *)a->v + (size_t)(vo + j0 * d->v_strides[2]) * es;
-        for (int64_t c = 0; !direct && c < nk2; c++) {
-            if (c < nk) {
-                load_row(B->k + c * dp, a->k, d->dtype, ko + (j0 + c) * d->k_strides[2], D, dp);
-                load_row(B->v + c * dp, a->v, d->dtype, vo + (j0 + c) * d->v_strides[2], D, dp);
-            } else {
-                memset(B->k + c * dp, 0, sizeof(float) * (size_t)dp);
-                memset(B->v + c * dp, 0, sizeof(float) * (size_t)dp);
-            }
+        for (int64_t c = 0; !direct && c < nk; c++) {
+            load_row(B->k + c * dp, a->k, d->dtype, ko + (j0 + c) * d->k_strides[2], D, dp);
+            load_row(B->v + c * dp, a->v, d->dtype, vo + (j0 + c) * d->v_strides[2], D, dp);
         }
         if (direct) block_direct(j, B, nr4, nk, bkp, kp, vp, 0);
-        else scores(j, B, nr4, nk2, bkp);
+        else scores(j, B, nr4, nk, bkp, (const char *)B->k, j->dp, TSR_F32, j->dp);
         for (int64_t r = 0; r < nr4; r++) {
             float *s = B->s + r * bkp;
             const int64_t vis = r < nr ? (ends[r] - j0 < 0 ? 0 : ends[r] - j0 > nk ? nk : ends[r] - j0) : 0;
@@ -510,11 +422,8 @@ static tsr_status flash_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
                             ATTN_ARCH, (long long)j.splits);
     }
     const int64_t tasks = d->batch * d->heads_kv * j.nblocks * j.splits;
-    int threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
+    int threads = tsr_threads_for(ctx, 4.0 * (double)rows_all * (double)d->seq_kv * (double)d->head_dim, 2e6);
     if (tasks < threads) threads = (int)tasks;
-    /* a woken thread must have >= ~2 MFLOP to pay for its wake-up */
-    const double flops = 4.0 * (double)rows_all * (double)d->seq_kv * (double)d->head_dim;
-    if (flops < 2e6 * threads) threads = flops < 4e6 ? 1 : (int)(flops / 2e6);
     const size_t floats = buf_floats(&j);
     int failed = 0;
 #pragma omp parallel num_threads(threads) if (threads > 1)

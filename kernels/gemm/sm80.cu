@@ -11,6 +11,7 @@
  *    exactly as the reference), the device-side last resort.
  * All apply alpha, beta and the fused epilogue while the value is in
  * registers; beta == 0 never reads C. */
+#include <stdio.h>
 #include <string.h>
 
 #include "../../arch/sm80/device.cuh"
@@ -134,11 +135,15 @@ static tsr_status splitk_prepare(tsr_context *ctx, gemm_args *a, int split, int6
     return TSR_OK;
 }
 
-static tsr_status splitk_finish(tsr_context *ctx, const gemm_args *a, const char *who) {
-    if (a->split <= 1) return TSR_OK;
+/* After a GEMM kernel's launch: its error, else the split-k reduce. */
+static tsr_status finish_launch(tsr_context *ctx, const gemm_args *a, const char *who) {
+    tsr_status st = tsr_cuda_after_launch(who);
+    if (st || a->split <= 1) return st;
     splitk_reduce<<<blocks_for(a->batch * a->M * a->N, 256, tsr_cuda(ctx)->sm_count), 256, 0,
                     tsr_cuda_stream(ctx)>>>(*a);
-    return tsr_cuda_after_launch(who);
+    char what[96];
+    snprintf(what, sizeof what, "%s: split-k reduce", who);
+    return tsr_cuda_after_launch(what);
 }
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
@@ -476,9 +481,7 @@ static tsr_status tc_run(tsr_context *ctx, const tsr_problem *p, const tsr_sched
     dim3 grid((unsigned)tiles, 1, (unsigned)(a.batch * a.split));
     int threads = (c->bm / c->wm) * (c->bn / c->wn) * 32;
     fn<<<grid, threads, smem, tsr_cuda_stream(ctx)>>>(a, stages, raster);
-    st = tsr_cuda_after_launch("gemm.sm80.tc");
-    if (st) return st;
-    return splitk_finish(ctx, &a, "gemm.sm80.tc: split-k reduce");
+    return finish_launch(ctx, &a, "gemm.sm80.tc");
 }
 
 extern "C" const tsr_kernel tsr_gemm_sm80_tc = {
@@ -632,9 +635,7 @@ static tsr_status sk_run(tsr_context *ctx, const tsr_problem *p, const tsr_sched
     int64_t warps = ceil_div(a.N, nw);
     dim3 grid((unsigned)ceil_div(warps, 4), 1, (unsigned)(a.batch * a.split));
     fn<<<grid, 128, 0, tsr_cuda_stream(ctx)>>>(a);
-    st = tsr_cuda_after_launch("gemm.sm80.skinny");
-    if (st) return st;
-    return splitk_finish(ctx, &a, "gemm.sm80.skinny: split-k reduce");
+    return finish_launch(ctx, &a, "gemm.sm80.skinny");
 }
 
 extern "C" const tsr_kernel tsr_gemm_sm80_skinny = {
@@ -764,9 +765,7 @@ static tsr_status sg_run(tsr_context *ctx, const tsr_problem *p, const tsr_sched
     void (*fn)(gemm_args) = !a.trans_a ? (a.trans_b ? sgemm_128<true, true> : sgemm_128<true, false>)
                                        : (a.trans_b ? sgemm_128<false, true> : sgemm_128<false, false>);
     fn<<<grid, 256, 0, tsr_cuda_stream(ctx)>>>(a);
-    st = tsr_cuda_after_launch("gemm.sm80.sgemm");
-    if (st) return st;
-    return splitk_finish(ctx, &a, "gemm.sm80.sgemm: split-k reduce");
+    return finish_launch(ctx, &a, "gemm.sm80.sgemm");
 }
 
 extern "C" const tsr_kernel tsr_gemm_sm80_sgemm = {

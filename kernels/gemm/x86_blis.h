@@ -385,10 +385,7 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t mc = ((d->m < base.mc ? d->m : base.mc) + MR - 1) / MR * MR;
     const size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc * kc);
     const bool per_matrix = s->v[KNOB_BATCH_PAR] && d->batch > 1;
-    /* Waking a thread costs microseconds (far more when its core is busy):
-     * a small product runs on fewer threads, each with >= ~2 MFLOP. */
-    const double flops = 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch;
-    const int nt = flops / 2e6 < ctx->num_threads ? (flops < 4e6 ? 1 : (int)(flops / 2e6)) : ctx->num_threads;
+    const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 2e6);
     const int nbuf = per_matrix ? nt : 1;
     float *buf = aligned_alloc(64, ((abuf + bbuf) * sizeof(float) * (size_t)nbuf + 63) / 64 * 64);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.%s: no memory for packing buffers", GEMM_ARCH);

@@ -1,0 +1,110 @@
+/* Dtype-converting vector loads and stores, lane reductions and the masks
+ * the softmax-style kernels need, over the simd.h names (vf_*), so they serve
+ * the AVX2 and AVX-512 builds alike (as vmath.h does). Include it after
+ * arch/x86_avx2/simd.h or arch/x86_avx512/simd.h, and vmath.h. f16 goes
+ * through F16C, bf16 by shifts; stores round to nearest even, as
+ * tsr_f32_to_f16/bf16 do. */
+#ifndef TSR_X86_VDTYPE_H
+#define TSR_X86_VDTYPE_H
+
+#include <math.h>
+#include <stdbool.h>
+
+#include "tessera.h"
+
+#if VL == 16
+/* lanes 8..15 (AVX-512F has no 32x8 extract without DQ) */
+static inline __m256 vf_upper8(vf v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
+#define vf_is(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
+#define vf_any(mask) ((mask) != 0)
+#define vf_zero_where(v, mask) _mm512_mask_blend_ps(mask, v, _mm512_setzero_ps())
+#else
+#define vf_is(a, b, pred) _mm256_cmp_ps(a, b, pred)
+#define vf_any(mask) (_mm256_movemask_ps(mask) != 0)
+#define vf_zero_where(v, mask) _mm256_andnot_ps(mask, v)
+#endif
+
+/* VL values of dtype t (f32, f16, bf16) at element i of p, as f32. */
+static inline __attribute__((always_inline)) vf vf_load_dtype(const void *p, tsr_dtype t, int64_t i) {
+    if (t == TSR_F32) return vf_load((const float *)p + i);
+    const uint16_t *h = (const uint16_t *)p + i;
+#if VL == 16
+    __m256i raw = _mm256_loadu_si256((const __m256i *)h);
+    return t == TSR_F16 ? _mm512_cvtph_ps(raw) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+#else
+    __m128i raw = _mm_loadu_si128((const __m128i *)h);
+    return t == TSR_F16 ? _mm256_cvtph_ps(raw) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+#endif
+}
+
+/* Eight f32 as bf16, rounded to nearest even, NaN kept quiet (tsr_f32_to_bf16). */
+static inline __m128i vf_bf16_from_8(__m256 v) {
+    __m256i u = _mm256_castps_si256(v);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, q, nan);
+    __m256i packed = _mm256_packus_epi32(r, r); /* per 128-bit lane: 4 values twice */
+    return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
+}
+
+static inline void vf_store8_dtype(uint16_t *h, tsr_dtype t, __m256 v) {
+    if (t == TSR_F16) _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    else _mm_storeu_si128((__m128i *)h, vf_bf16_from_8(v));
+}
+
+/* VL values into element i of p in dtype t. */
+static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dtype t, int64_t i, vf v) {
+    if (t == TSR_F32) {
+        vf_store((float *)p + i, v);
+        return;
+    }
+    uint16_t *h = (uint16_t *)p + i;
+#if VL == 16
+    vf_store8_dtype(h, t, _mm512_castps512_ps256(v));
+    vf_store8_dtype(h + 8, t, vf_upper8(v));
+#else
+    vf_store8_dtype(h, t, v);
+#endif
+}
+
+/* The sums of four vectors, lane-reduced, into out[0..3]: one shuffle tree. */
+static inline void vf_hsum4(vf a, vf b, vf c, vf d, float *out) {
+#if VL == 16
+    __m256 a8 = _mm256_add_ps(_mm512_castps512_ps256(a), vf_upper8(a));
+    __m256 b8 = _mm256_add_ps(_mm512_castps512_ps256(b), vf_upper8(b));
+    __m256 c8 = _mm256_add_ps(_mm512_castps512_ps256(c), vf_upper8(c));
+    __m256 d8 = _mm256_add_ps(_mm512_castps512_ps256(d), vf_upper8(d));
+#else
+    __m256 a8 = a, b8 = b, c8 = c, d8 = d;
+#endif
+    __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(a8, b8), _mm256_hadd_ps(c8, d8));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1)));
+}
+
+static inline float vf_hsum(vf v) {
+    float s[4];
+    vf_hsum4(v, vf_zero(), vf_zero(), vf_zero(), s);
+    return s[0];
+}
+
+/* The largest lane; NaN lanes are ignored (callers test for NaN apart). */
+static inline float vf_hmax(vf v) {
+    float t[VL], m = -INFINITY;
+    vf_store(t, v);
+    for (int i = 0; i < VL; i++) m = t[i] > m ? t[i] : m;
+    return m;
+}
+
+/* Does a lane hold NaN or +inf (which make a softmax row NaN)? */
+static inline bool vf_any_nan_or_posinf(vf v) {
+    return vf_any(vf_is(v, v, _CMP_UNORD_Q)) || vf_any(vf_is(v, vf_set1(INFINITY), _CMP_EQ_OQ));
+}
+
+/* exp(x - m), exactly 0 where x is -inf (vf_exp clamps its argument). */
+static inline vf vf_exp_shifted(vf x, vf m) {
+    return vf_zero_where(vf_exp(vf_sub(x, m)), vf_is(x, vf_set1(-INFINITY), _CMP_EQ_OQ));
+}
+
+#endif

@@ -1,0 +1,14 @@
+/* Benchmark inputs: a fixed, cheap pattern in any float dtype. */
+#ifndef TSR_BENCH_FILL_H
+#define TSR_BENCH_FILL_H
+
+#include <stddef.h>
+
+#include "tessera.h"
+
+/* n values of dtype t (f32, f16, bf16) in [lo, hi) into dst; seed varies them. */
+void bench_fill(void *dst, tsr_dtype t, size_t n, unsigned seed, float lo, float hi);
+/* The same into a new malloc'd buffer; NULL when out of memory. */
+void *bench_filled(tsr_dtype t, size_t n, unsigned seed, float lo, float hi);
+
+#endif
