@@ -25,6 +25,7 @@ typedef struct tsr_tgroup {
 } tsr_tgroup;
 
 struct tsr_table {
+    uint64_t serial;     /* unique in the process: lookup memos name tables by it */
     tsr_device_fp fp;
     char **extra_header; /* unknown @ lines, verbatim */
     int num_extra_header;

@@ -1,7 +1,9 @@
 /* Run-time lookup: exact key by hash, else the nearest tuned shape of the
  * same class in log-space; stale or invalid schedules are skipped. No
  * allocation, no locks: the table is immutable once loaded. On a miss the
- * caller's schedule is left untouched. */
+ * caller's schedule is left untouched. The nearest search scans the class
+ * (microseconds for a thousand records), so each thread remembers its last
+ * answers per untuned shape. */
 #include <math.h>
 #include <string.h>
 
@@ -93,6 +95,77 @@ static bool usable(const tsr_trec *r, const tsr_problem *p, const tsr_context *c
 
 #define NEAREST_TRIES 8
 
+/* A thread's memo of nearest answers: 64 sets of 4 ways, by key hash. An
+ * entry names its table by serial (a freed table's address can be reused)
+ * and its shape by two independent 64-bit hashes of the key; a remembered
+ * record is still checked by usable(), so even a collision could only
+ * cost time, never give a schedule the kernel rejects. */
+#define MEMO_SETS 64
+#define MEMO_WAYS 4
+typedef struct nearest_memo {
+    uint64_t serial, hash, hash2;
+    const tsr_kernel *kernel;
+    const tsr_context *ctx;
+    int rec; /* -1: no usable record */
+} nearest_memo;
+static _Thread_local nearest_memo memo[MEMO_SETS][MEMO_WAYS];
+static _Thread_local unsigned char memo_next[MEMO_SETS]; /* round-robin victim */
+
+/* FNV-1a: independent of tsr_table_hash. */
+static uint64_t hash2_of(const char *s, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static nearest_memo *memo_find(const tsr_table *t, uint64_t h, uint64_t h2, const tsr_kernel *k,
+                               const tsr_context *ctx) {
+    nearest_memo *set = memo[h % MEMO_SETS];
+    for (int w = 0; w < MEMO_WAYS; w++)
+        if (set[w].serial == t->serial && set[w].hash == h && set[w].hash2 == h2 && set[w].kernel == k &&
+            set[w].ctx == ctx)
+            return &set[w];
+    return NULL;
+}
+
+static void memo_store(const tsr_table *t, uint64_t h, uint64_t h2, const tsr_kernel *k, const tsr_context *ctx,
+                       int rec) {
+    unsigned char *next = &memo_next[h % MEMO_SETS];
+    memo[h % MEMO_SETS][*next] = (nearest_memo){t->serial, h, h2, k, ctx, rec};
+    *next = (unsigned char)((*next + 1) % MEMO_WAYS);
+}
+
+/* The nearest usable record of group g to key, by a scan; -1 when none. */
+static int nearest_scan(const tsr_table *t, const tsr_tgroup *g, const tsr_trec *exact, const tsr_pkey *key,
+                        const tsr_problem *p, const tsr_context *ctx, const tsr_kernel *k, tsr_schedule *s) {
+    double logd[TSR_PKEY_MAX_DIMS];
+    for (int d = 0; d < key->ndims; d++) logd[d] = log(key->dims[d] > 1 ? (double)key->dims[d] : 1.0);
+    uint64_t sig = tsr_table_dims_sig(key->ndims, key->dim_names);
+    /* The nearest shape; when its schedule is stale or invalid here, the
+     * next nearest, a few times. Ties go to the record listed first. */
+    const tsr_trec *rejected[NEAREST_TRIES];
+    for (int tries = 0; tries < NEAREST_TRIES; tries++) {
+        double best = TSR_TABLE_NEAREST_MAX * TSR_TABLE_NEAREST_MAX;
+        const tsr_trec *pick = NULL;
+        for (int m = 0; m < g->count; m++) {
+            const tsr_trec *r = &t->recs[t->members[g->first + m]];
+            if (r == exact || r->dims_sig != sig || r->v.ndims != key->ndims) continue;
+            double dist = 0.0;
+            for (int d = 0; d < key->ndims; d++) dist += (r->logd[d] - logd[d]) * (r->logd[d] - logd[d]);
+            if (dist > best || (pick && dist == best)) continue;
+            bool seen = false;
+            for (int q = 0; q < tries && !seen; q++) seen = rejected[q] == r;
+            if (seen) continue;
+            best = dist;
+            pick = r;
+        }
+        if (!pick) return -1;
+        if (usable(pick, p, ctx, k, s)) return (int)(pick - t->recs);
+        rejected[tries] = pick;
+    }
+    return -1;
+}
+
 tsr_table_hit tsr_table_lookup(const tsr_table *t, const tsr_problem *p, const tsr_context *ctx,
                                const tsr_kernel *k, tsr_schedule *s) {
     if (!t || !p || !k || !s || t->n == 0) return TSR_TABLE_MISS;
@@ -121,6 +194,14 @@ tsr_table_hit tsr_table_lookup(const tsr_table *t, const tsr_problem *p, const t
         return TSR_TABLE_EXACT;
     }
 
+    const uint64_t h2 = hash2_of(buf, kl);
+    nearest_memo *m = memo_find(t, h, h2, k, ctx);
+    if (m && (m->rec < 0 || usable(&t->recs[m->rec], p, ctx, k, &cand))) {
+        if (m->rec < 0) return TSR_TABLE_MISS;
+        *s = cand;
+        return TSR_TABLE_NEAREST;
+    }
+
     buf[cl] = '\0';
     const tsr_tgroup *g = NULL;
     mask = t->num_groups - 1;
@@ -129,34 +210,9 @@ tsr_table_hit tsr_table_lookup(const tsr_table *t, const tsr_problem *p, const t
             g = &t->groups[i];
             break;
         }
-    if (!g) return TSR_TABLE_MISS;
-    double logd[TSR_PKEY_MAX_DIMS];
-    for (int d = 0; d < key.ndims; d++) logd[d] = log(key.dims[d] > 1 ? (double)key.dims[d] : 1.0);
-    uint64_t sig = tsr_table_dims_sig(key.ndims, key.dim_names);
-    /* The nearest shape; when its schedule is stale or invalid here, the
-     * next nearest, a few times. Ties go to the record listed first. */
-    const tsr_trec *rejected[NEAREST_TRIES];
-    for (int tries = 0; tries < NEAREST_TRIES; tries++) {
-        double best = TSR_TABLE_NEAREST_MAX * TSR_TABLE_NEAREST_MAX;
-        const tsr_trec *pick = NULL;
-        for (int m = 0; m < g->count; m++) {
-            const tsr_trec *r = &t->recs[t->members[g->first + m]];
-            if (r == exact || r->dims_sig != sig || r->v.ndims != key.ndims) continue;
-            double dist = 0.0;
-            for (int d = 0; d < key.ndims; d++) dist += (r->logd[d] - logd[d]) * (r->logd[d] - logd[d]);
-            if (dist > best || (pick && dist == best)) continue;
-            bool seen = false;
-            for (int q = 0; q < tries && !seen; q++) seen = rejected[q] == r;
-            if (seen) continue;
-            best = dist;
-            pick = r;
-        }
-        if (!pick) return TSR_TABLE_MISS;
-        if (usable(pick, p, ctx, k, &cand)) {
-            *s = cand;
-            return TSR_TABLE_NEAREST;
-        }
-        rejected[tries] = pick;
-    }
-    return TSR_TABLE_MISS; /* s untouched */
+    int rec = g ? nearest_scan(t, g, exact, &key, p, ctx, k, &cand) : -1;
+    memo_store(t, h, h2, k, ctx, rec);
+    if (rec < 0) return TSR_TABLE_MISS; /* s untouched */
+    *s = cand;
+    return TSR_TABLE_NEAREST;
 }

@@ -554,6 +554,8 @@ tsr_status tsr_table_parse(const char *text, size_t len, const tsr_device_fp *ex
     memset(&ps, 0, sizeof ps);
     ps.t = calloc(1, sizeof *ps.t);
     if (!ps.t) return fail_why(why, why_len, TSR_ERR_OUT_OF_MEMORY, "out of memory");
+    static _Atomic uint64_t serials;
+    ps.t->serial = ++serials;
     tsr_status st = TSR_OK;
     int line_no = 0;
     for (size_t pos = 0; pos < len && st == TSR_OK;) {

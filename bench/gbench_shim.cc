@@ -28,6 +28,7 @@ class CollectingReporter : public benchmark::ConsoleReporter {
             g.gflops = f == r.counters.end() ? 0 : f->second.value;
             g.gbps = b == r.counters.end() ? 0 : b->second.value;
             g.error = r.error_occurred;
+            g.seconds = r.iterations > 0 ? r.real_accumulated_time / static_cast<double>(r.iterations) : 0;
             results.push_back(g);
         }
     }
@@ -50,6 +51,10 @@ static benchmark::internal::Benchmark *register_one(const char *name, gb_fn fn, 
 
 extern "C" void gb_register(const char *name, gb_fn fn, void *arg, double flops, double bytes) {
     register_one(name, fn, arg, flops, bytes, 0)->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+extern "C" void gb_register_ns(const char *name, gb_fn fn, void *arg) {
+    register_one(name, fn, arg, 0, 0, 0)->UseRealTime()->Unit(benchmark::kNanosecond);
 }
 
 extern "C" void gb_register_manual(const char *name, gb_fn fn, void *arg, double flops, double bytes,

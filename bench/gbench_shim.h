@@ -12,6 +12,8 @@ typedef void (*gb_fn)(gb_state *st, void *arg);
 
 /* flops / bytes per iteration become the gflops / gbps rate counters (0 = none). */
 void gb_register(const char *name, gb_fn fn, void *arg, double flops, double bytes);
+/* For work of nanoseconds to microseconds: no rates, times shown in ns. */
+void gb_register_ns(const char *name, gb_fn fn, void *arg);
 /* As gb_register, but the benchmark reports the times it sets with
  * gb_set_iteration_time (device work timed by events, not the host clock);
  * an iteration is a batch of `calls` calls, kept as the `calls` counter. */
@@ -26,6 +28,7 @@ void gb_run(void);
 typedef struct gb_result {
     char name[192];
     double gflops, gbps;
+    double seconds; /* real time per iteration */
     int error;
 } gb_result;
 /* Results of the last gb_run, in order. */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "bench_attention.h"
+#include "bench_lookup.h"
 #include "bench_rowwise.h"
 #include "gbench_shim.h"
 #include "impls.h"
@@ -52,13 +53,14 @@ static void bench_peak(gb_state *st, void *arg) {
 }
 
 static void usage(void) {
-    puts("usage: tessera-bench [--op gemm|attention|rowwise] [--backend cpu|cuda] [--shapes NAME|FILE]...\n"
+    puts("usage: tessera-bench [--op gemm|attention|rowwise|lookup] [--backend cpu|cuda] [--shapes NAME|FILE]...\n"
          "                     [--impl tessera,onednn,openblas]\n"
          "                     [--threads N] [--dtypes f16,bf16,f32] [--summary] [--json FILE] [--quick]\n"
          "                     [Google Benchmark flags]\n"
          "  --op       gemm (default), or attention: fused attention vs the unfused sgemm + softmax +\n"
          "             sgemm path, decode vs memcpy bandwidth (CPU); or rowwise: softmax and norms\n"
-         "             vs memcpy of the same bytes (CPU)\n"
+         "             vs memcpy of the same bytes (CPU); or lookup: the tuning table's cost per\n"
+         "             lookup (exact, nearest, miss; 16..16384 records) and per tsr_gemm call\n"
          "  --backend  cpu (default): against oneDNN and OpenBLAS; cuda: against cuBLAS and cuBLASLt,\n"
          "             with the GPU's mma.sync/FMA peaks and copy bandwidth measured in the same run\n"
          "  --shapes   a set in bench/shapes (square, skinny, llama, quick, gpu_square) or a file;\n"
@@ -142,8 +144,12 @@ int main(int argc, char **argv) {
         if (cuda) return fprintf(stderr, "tessera-bench: --op rowwise runs on the CPU backend only so far\n"), 2;
         return rowwise_suite_main(threads, quick, summary);
     }
+    if (!strcmp(op, "lookup")) {
+        if (cuda) return fprintf(stderr, "tessera-bench: --op lookup measures the CPU tables only\n"), 2;
+        return lookup_suite_main(quick);
+    }
     if (strcmp(op, "gemm"))
-        return fprintf(stderr, "tessera-bench: --op must be gemm, attention or rowwise, not '%s'\n", op), 2;
+        return fprintf(stderr, "tessera-bench: --op must be gemm, attention, rowwise or lookup, not '%s'\n", op), 2;
     if (cuda) {
 #ifdef TSR_BENCH_CUDA
         return cuda_suite_main(sets, nsets, quick, summary, dtypes);

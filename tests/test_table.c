@@ -653,6 +653,34 @@ START_TEST(nearest_shape) {
 }
 END_TEST
 
+/* Nearest answers are remembered per thread: the same answers on repeats,
+ * past the memo's capacity, and never from a freed table whose address a
+ * new one may reuse. */
+START_TEST(nearest_memo) {
+    char text[8192], why[400], l[2][512];
+    tsr_table *t = NULL;
+    for (int round = 0; round < 2; round++) {
+        int tile = round ? 16 : 8; /* the 64^3 record changes between tables */
+        rec(l[0], sizeof l[0], 64, 64, 64, tile, 1, 1, 1);
+        rec(l[1], sizeof l[1], 1024, 1024, 1024, 32, 1, 1, 1);
+        snprintf(text, sizeof text, "%s%s\n%s\n", header(&test_fp), l[0], l[1]);
+        ck_assert_msg(parse(text, &t, why, sizeof why) == TSR_OK, "%s", why);
+        for (int rep = 0; rep < 3; rep++) {
+            tsr_problem p = gemm_problem(60, 70, 64, false, false, TSR_F32, TSR_F32);
+            assert_lookup(t, &p, &fake, TSR_TABLE_NEAREST, tile, 1);
+            p = gemm_problem(4, 4, 4, false, false, TSR_F32, TSR_F32);
+            assert_lookup(t, &p, &fake, TSR_TABLE_MISS, 0, 0);
+        }
+        for (int rep = 0; rep < 2; rep++) /* 300 shapes: more than the memo holds */
+            for (int64_t m = 65; m < 365; m++) {
+                tsr_problem p = gemm_problem(m, 64, 64, false, false, TSR_F32, TSR_F32);
+                assert_lookup(t, &p, &fake, TSR_TABLE_NEAREST, tile, 1);
+            }
+        tsr_table_free(t);
+    }
+}
+END_TEST
+
 START_TEST(stale_knobs) {
     char text[8192], why[400];
     const char *h = header(&test_fp);
@@ -987,6 +1015,7 @@ static Suite *table_suite(void) {
     tcase_add_test(tc, concurrent_writers);
     tcase_add_test(tc, read_only_directory);
     tcase_add_test(tc, nearest_shape);
+    tcase_add_test(tc, nearest_memo);
     tcase_add_test(tc, stale_knobs);
     tcase_add_test(tc, context_table_locations);
     tcase_add_test(tc, context_rejects_other_device);
