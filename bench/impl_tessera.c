@@ -21,4 +21,12 @@ static int sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a
     return tsr_gemm(ctx, &d, a, b, c) == TSR_OK ? 0 : -1;
 }
 
-const gemm_impl impl_tessera = {"tessera", init, sgemm};
+static int gemm_i8(int ta, int tb, int64_t m, int64_t n, int64_t k, const int8_t *a, const int8_t *b, int32_t *c) {
+    tsr_gemm_desc d;
+    tsr_gemm_desc_init(&d);
+    d.m = m, d.n = n, d.k = k, d.trans_a = ta ? TSR_TRANS : TSR_NO_TRANS, d.trans_b = tb ? TSR_TRANS : TSR_NO_TRANS;
+    d.a_dtype = d.b_dtype = TSR_I8, d.c_dtype = TSR_I32;
+    return tsr_gemm(ctx, &d, a, b, c) == TSR_OK ? 0 : -1;
+}
+
+const gemm_impl impl_tessera = {"tessera", init, sgemm, gemm_i8};

@@ -20,19 +20,29 @@
 #endif
 
 #define MAX_IMPLS 3
-#define MAX_CASES 256
+#define MAX_CASES 512
+
+enum { DT_F32, DT_I8 };
+static const char *const dt_names[] = {"f32", "i8"};
 
 typedef struct gemm_case {
     gemm_shape s;
     const gemm_impl *impl;
-    float *a, *b, *c;
-    int mismatch;
+    int dt;
+    void *a, *b, *c;
+    int mismatch, absent; /* absent: the library has no GEMM of this dtype */
 } gemm_case;
 
 static gemm_case cases[MAX_CASES];
 static int ncases;
 static long peak_iters = 2000000;
 static int threads;
+
+static int run_case(const gemm_case *c, void *out) {
+    const gemm_shape *s = &c->s;
+    if (c->dt == DT_I8) return c->impl->gemm_i8(s->trans_a, s->trans_b, s->m, s->n, s->k, c->a, c->b, out);
+    return c->impl->sgemm(s->trans_a, s->trans_b, s->m, s->n, s->k, c->a, c->b, out);
+}
 
 static void bench_gemm(gb_state *st, void *arg) {
     gemm_case *c = arg;
@@ -41,7 +51,7 @@ static void bench_gemm(gb_state *st, void *arg) {
         return;
     }
     while (gb_keep_running(st))
-        if (c->impl->sgemm(c->s.trans_a, c->s.trans_b, c->s.m, c->s.n, c->s.k, c->a, c->b, c->c)) {
+        if (run_case(c, c->c)) {
             gb_skip_with_error(st, tsr_last_error());
             break;
         }
@@ -52,10 +62,15 @@ static void bench_peak(gb_state *st, void *arg) {
     while (gb_keep_running(st)) peak_run(peak_iters, threads);
 }
 
+static void bench_peak_i8(gb_state *st, void *arg) {
+    (void)arg;
+    while (gb_keep_running(st)) peak_i8_run(peak_iters, threads);
+}
+
 static void usage(void) {
     puts("usage: tessera-bench [--op gemm|attention|rowwise|lookup] [--backend cpu|cuda] [--shapes NAME|FILE]...\n"
          "                     [--impl tessera,onednn,openblas]\n"
-         "                     [--threads N] [--dtypes f16,bf16,f32] [--summary] [--json FILE] [--quick]\n"
+         "                     [--threads N] [--dtypes LIST] [--summary] [--json FILE] [--quick]\n"
          "                     [Google Benchmark flags]\n"
          "  --op       gemm (default), or attention: fused attention vs the unfused sgemm + softmax +\n"
          "             sgemm path, decode vs memcpy bandwidth (CPU); or rowwise: softmax and norms\n"
@@ -67,7 +82,8 @@ static void usage(void) {
          "             repeatable (default cpu: square, skinny, llama; cuda: gpu_square, llama;\n"
          "             --quick: quick)\n"
          "  --threads  threads for every CPU implementation (default: all cores)\n"
-         "  --dtypes   cuda: the GEMM/elementwise dtypes (default f16,bf16,f32)\n"
+         "  --dtypes   cpu GEMM: f32,i8 (default; i8 x i8 -> i32 against oneDNN's gemm_s8s8s32);\n"
+         "             cuda: the GEMM/elementwise dtypes (default f16,bf16,f32)\n"
          "  --summary  print a table of GFLOP/s, ratios to each vendor and % of the measured peak\n"
          "  --json     write Google Benchmark JSON to FILE\n"
          "Every tessera result is checked against the vendors' before timing; a mismatch is\n"
@@ -79,32 +95,45 @@ static const char *layout_of(const gemm_shape *s) {
     return names[s->trans_a * 2 + s->trans_b];
 }
 
-/* Runs every implementation once on the case's data and compares with the first. */
+/* Runs every implementation once on the case's data and compares with the
+ * first: f32 within a tolerance, int8 exactly. */
 static void cross_check(gemm_case *group, int n) {
-    if (n < 2) return;
+    if (n < 2 || group[0].absent) return;
     const gemm_shape *s = &group[0].s;
     size_t cn = (size_t)(s->m * s->n);
-    float *want = malloc(cn * sizeof(float));
-    group[0].impl->sgemm(s->trans_a, s->trans_b, s->m, s->n, s->k, group[0].a, group[0].b, want);
+    void *want = malloc(cn * 4);
+    run_case(&group[0], want);
     for (int i = 1; i < n; i++) {
-        float *got = group[i].c;
-        if (group[i].impl->sgemm(s->trans_a, s->trans_b, s->m, s->n, s->k, group[i].a, group[i].b, got)) continue;
-        double tol = 1e-4 * sqrt((double)s->k);
-        for (size_t j = 0; j < cn; j++)
-            if (!(fabs(got[j] - want[j]) <= tol * (1 + fabs(want[j])))) {
-                fprintf(stderr, "MISMATCH gemm %lldx%lldx%lld: %s[%zu] = %g, %s = %g\n", (long long)s->m,
-                        (long long)s->n, (long long)s->k, group[i].impl->name, j, got[j], group[0].impl->name, want[j]);
+        if (group[i].absent || run_case(&group[i], group[i].c)) continue;
+        double tol = group[0].dt == DT_I8 ? 0 : 1e-4 * sqrt((double)s->k);
+        for (size_t j = 0; j < cn; j++) {
+            double got = group[0].dt == DT_I8 ? ((int32_t *)group[i].c)[j] : ((float *)group[i].c)[j];
+            double ref = group[0].dt == DT_I8 ? ((int32_t *)want)[j] : ((float *)want)[j];
+            if (!(fabs(got - ref) <= tol * (1 + fabs(ref)))) {
+                fprintf(stderr, "MISMATCH gemm %s %lldx%lldx%lld: %s[%zu] = %g, %s = %g\n", dt_names[group[0].dt],
+                        (long long)s->m, (long long)s->n, (long long)s->k, group[i].impl->name, j, got,
+                        group[0].impl->name, ref);
                 group[i].mismatch = group[0].mismatch = 1;
                 break;
             }
+        }
     }
     free(want);
+}
+
+/* A and B of a case: small values, the same for every implementation. */
+static void *operand(int dt, size_t count, unsigned mul, unsigned mod) {
+    void *x = malloc(count * (dt == DT_I8 ? 1 : 4));
+    for (size_t j = 0; x && j < count; j++)
+        if (dt == DT_I8) ((int8_t *)x)[j] = (int8_t)((j * mul) % 251 - 125);
+        else ((float *)x)[j] = (float)((j * mul) % mod) / (float)mod - 0.5f;
+    return x;
 }
 
 int main(int argc, char **argv) {
     const char *sets[16];
     int nsets = 0, summary = 0, quick = 0;
-    char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "", backend[16] = "cpu", op[16] = "gemm", dtypes[64] = "f16,bf16,f32";
+    char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "", backend[16] = "cpu", op[16] = "gemm", dtypes[64] = "";
     threads = omp_get_num_procs();
     /* our flags out, Google Benchmark's through */
     char **gb_argv = calloc((size_t)argc + 3, sizeof *gb_argv);
@@ -152,7 +181,7 @@ int main(int argc, char **argv) {
         return fprintf(stderr, "tessera-bench: --op must be gemm, attention, rowwise or lookup, not '%s'\n", op), 2;
     if (cuda) {
 #ifdef TSR_BENCH_CUDA
-        return cuda_suite_main(sets, nsets, quick, summary, dtypes);
+        return cuda_suite_main(sets, nsets, quick, summary, dtypes[0] ? dtypes : "f16,bf16,f32");
 #else
         printf("SKIP cuda: tessera-bench was built without CUDA (nvcc or cuBLAS not found)\n");
         return 0;
@@ -178,27 +207,32 @@ int main(int argc, char **argv) {
            info.device_name, info.arch, threads, peak_isa(), date);
     tsr_context_destroy(ctx);
 
+    int want_dt[2] = {!dtypes[0] || strstr(dtypes, "f32") != NULL, !dtypes[0] || strstr(dtypes, "i8") != NULL};
+    if (!want_dt[DT_F32] && !want_dt[DT_I8])
+        return fprintf(stderr, "tessera-bench: --dtypes for the cpu GEMM: f32, i8 or both, not '%s'\n", dtypes), 2;
     char name[192];
     snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
     gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
+    if (want_dt[DT_I8] && peak_i8_available())
+        gb_register("peak/i8/vpdpbusd/avx512_vnni/registers", bench_peak_i8, NULL,
+                    peak_i8_ops_per_iter(peak_iters, threads), 0);
     for (int si = 0; si < nsets; si++) {
         gemm_shape *shapes;
         int n = shapes_read_gemm(sets[si], BENCH_SHAPES_DIR, &shapes);
         if (n < 0) return 2;
-        for (int i = 0; i < n && ncases + nimpl <= MAX_CASES; i++) {
-            gemm_shape *s = &shapes[i];
-            if (quick && s->m * s->n * s->k > 2048LL * 2048 * 2048) continue;
-            size_t an = (size_t)(s->m * s->k), bn = (size_t)(s->k * s->n), cn = (size_t)(s->m * s->n);
-            float *a = malloc(an * 4), *b = malloc(bn * 4);
-            for (size_t j = 0; j < an; j++) a[j] = (float)((j * 7) % 13) / 13.0f - 0.5f;
-            for (size_t j = 0; j < bn; j++) b[j] = (float)((j * 5) % 11) / 11.0f - 0.5f;
-            gemm_case *group = &cases[ncases];
-            for (int k = 0; k < nimpl; k++) {
-                gemm_case *c = &cases[ncases++];
-                *c = (gemm_case){*s, impls[k], a, b, malloc(cn * 4), 0};
+        for (int dt = 0; dt < 2; dt++)
+            for (int i = 0; want_dt[dt] && i < n && ncases + nimpl <= MAX_CASES; i++) {
+                gemm_shape *s = &shapes[i];
+                if (quick && s->m * s->n * s->k > 2048LL * 2048 * 2048) continue;
+                size_t an = (size_t)(s->m * s->k), bn = (size_t)(s->k * s->n), cn = (size_t)(s->m * s->n);
+                void *a = operand(dt, an, 7, 13), *b = operand(dt, bn, 5, 11);
+                gemm_case *group = &cases[ncases];
+                for (int k = 0; k < nimpl; k++) {
+                    gemm_case *c = &cases[ncases++];
+                    *c = (gemm_case){*s, impls[k], dt, a, b, malloc(cn * 4), 0, dt == DT_I8 && !impls[k]->gemm_i8};
+                }
+                cross_check(group, nimpl);
             }
-            cross_check(group, nimpl);
-        }
         free(shapes);
     }
     /* Implementation-major order: a library's idle worker threads (OpenBLAS
@@ -206,8 +240,9 @@ int main(int argc, char **argv) {
     for (int k = 0; k < nimpl; k++)
         for (int i = k; i < ncases; i += nimpl) {
             const gemm_shape *s = &cases[i].s;
-            snprintf(name, sizeof name, "gemm/f32/%s/%lldx%lldx%lld/%s", layout_of(s), (long long)s->m,
-                     (long long)s->n, (long long)s->k, cases[i].impl->name);
+            if (cases[i].absent) continue;
+            snprintf(name, sizeof name, "gemm/%s/%s/%lldx%lldx%lld/%s", dt_names[cases[i].dt], layout_of(s),
+                     (long long)s->m, (long long)s->n, (long long)s->k, cases[i].impl->name);
             gb_register(name, bench_gemm, &cases[i], 2.0 * s->m * s->n * s->k, 0);
         }
     gb_run();
@@ -216,34 +251,40 @@ int main(int argc, char **argv) {
     int nr = gb_results(&r), mismatches = 0;
     for (int i = 0; i < ncases; i++) mismatches += cases[i].mismatch;
     if (summary) {
-        double peak = 0;
+        double peak[2] = {0, 0};
         for (int i = 0; i < nr; i++)
-            if (!strncmp(r[i].name, "peak/", 5)) peak = r[i].gflops;
-        printf("\nsummary: GFLOP/s, %d threads; peak = %.1f GFLOP/s (measured FMA limit)\n", threads, peak);
-        printf("%-28s", "gemm f32 shape");
+            if (!strncmp(r[i].name, "peak/", 5)) peak[!strncmp(r[i].name, "peak/i8/", 8)] = r[i].gflops;
+        printf("\nsummary: GFLOP/s (i8: GOP/s), %d threads; peak = %.1f GFLOP/s (measured FMA limit)", threads,
+               peak[DT_F32]);
+        if (peak[DT_I8] > 0) printf(", i8 %.1f GOP/s (measured vpdpbusd limit)", peak[DT_I8]);
+        printf("\n%-32s", "gemm shape");
         for (int k = 0; k < nimpl; k++) printf(" %10s", impls[k]->name);
         for (int k = 1; k < nimpl; k++) printf("  vs %-8s", impls[k]->name);
         printf("  %% peak\n");
         for (int i = 0; i < ncases; i += nimpl) {
             const gemm_shape *s = &cases[i].s;
             char shape[96];
-            snprintf(shape, sizeof shape, "%s/%lldx%lldx%lld", layout_of(s), (long long)s->m, (long long)s->n,
-                     (long long)s->k);
+            snprintf(shape, sizeof shape, "%s/%s/%lldx%lldx%lld", dt_names[cases[i].dt], layout_of(s), (long long)s->m,
+                     (long long)s->n, (long long)s->k);
             double g[MAX_IMPLS] = {0};
             int err[MAX_IMPLS] = {0}; /* -1: not run (filtered out) */
             for (int k = 0; k < nimpl; k++) {
-                snprintf(name, sizeof name, "gemm/f32/%s/%s", shape, impls[k]->name);
+                snprintf(name, sizeof name, "gemm/%s/%s", shape, impls[k]->name);
                 err[k] = -1;
                 for (int j = 0; j < nr; j++)
                     if (!strncmp(r[j].name, name, strlen(name)) && r[j].name[strlen(name)] != '_')
                         g[k] = r[j].gflops, err[k] = r[j].error;
             }
-            printf("%-28s", shape);
+            printf("%-32s", shape);
             for (int k = 0; k < nimpl; k++)
                 if (err[k]) printf(" %10s", cases[i + k].mismatch ? "MISMATCH" : err[k] < 0 ? "-" : "error");
                 else printf(" %10.1f", g[k]);
-            for (int k = 1; k < nimpl; k++) printf("  %9.2fx ", g[k] > 0 ? g[0] / g[k] : 0);
-            printf("  %5.1f%%\n", peak > 0 ? 100 * g[0] / peak : 0);
+            for (int k = 1; k < nimpl; k++)
+                if (err[k] || err[0] || g[k] <= 0) printf("  %10s ", "-");
+                else printf("  %9.2fx ", g[0] / g[k]);
+            const double lim = peak[cases[i].dt];
+            if (lim > 0) printf("  %5.1f%%\n", 100 * g[0] / lim);
+            else printf("  %6s\n", "-");
         }
     }
     if (mismatches) fprintf(stderr, "tessera-bench: %d results mismatched\n", mismatches);

@@ -4,5 +4,9 @@
 const char *peak_isa(void);                          /* "avx512", "avx2" */
 double peak_flops_per_iter(long iters, int threads); /* flops of one peak_run */
 float peak_run(long iters, int threads);
+/* int8 (AVX-512 VNNI vpdpbusd): ops = 2 per multiply-add */
+int peak_i8_available(void);
+double peak_i8_ops_per_iter(long iters, int threads);
+int peak_i8_run(long iters, int threads);
 
 #endif

@@ -163,12 +163,103 @@ START_TEST(inplace_residual) {
 }
 END_TEST
 
+/* The int8 VNNI kernel: exact against the reference (int32 wrap-around
+ * included) on every path, transpose, K tail (k % 4, % 64), block edge and
+ * alpha/beta family. */
+typedef struct icase {
+    int64_t m, n, k;
+    int ta, tb;
+    float alpha, beta;
+    int64_t batch;
+    int8_t fill; /* 0: pseudo-random bytes; else every element this value */
+} icase;
+
+static void check_i8(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const icase *x, const tsr_schedule *s) {
+    tsr_gemm_desc d;
+    tsr_gemm_desc_init(&d);
+    d.m = x->m, d.n = x->n, d.k = x->k, d.trans_a = (tsr_transpose)x->ta, d.trans_b = (tsr_transpose)x->tb;
+    d.a_dtype = d.b_dtype = TSR_I8, d.c_dtype = TSR_I32, d.alpha = x->alpha, d.beta = x->beta, d.batch = x->batch;
+    d.lda = (x->ta ? x->m : x->k) + 5, d.ldb = (x->tb ? x->k : x->n) + 3, d.ldc = x->n + 1;
+    d.stride_a = (x->ta ? x->k : x->m) * d.lda, d.stride_b = (x->tb ? x->n : x->k) * d.ldb;
+    d.stride_c = x->m * d.ldc;
+    size_t na = (size_t)(d.stride_a * x->batch), nb = (size_t)(d.stride_b * x->batch), nc = (size_t)(d.stride_c * x->batch);
+    int8_t *a = malloc(na + 1), *b = malloc(nb + 1);
+    int32_t *c1 = malloc(nc * 4 + 4), *c2 = malloc(nc * 4 + 4);
+    uint64_t r = 0x9e3779b97f4a7c15ull ^ (uint64_t)(x->m * 131 + x->n * 17 + x->k);
+    for (size_t i = 0; i < na; i++) a[i] = x->fill ? x->fill : (int8_t)((r = r * 6364136223846793005ull + 1) >> 56);
+    for (size_t i = 0; i < nb; i++) b[i] = x->fill ? x->fill : (int8_t)((r = r * 6364136223846793005ull + 1) >> 56);
+    for (size_t i = 0; i < nc; i++) c1[i] = (int32_t)((r = r * 6364136223846793005ull + 1) >> 40) - (1 << 23);
+    memcpy(c2, c1, nc * 4);
+    ck_assert_msg(tsr_gemm(ref, &d, a, b, c1) == TSR_OK, "%s", tsr_last_error());
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_GEMM;
+    p.u.gemm.d = d;
+    p.u.gemm.a = a, p.u.gemm.b = b, p.u.gemm.c = c2;
+    char why[128];
+    ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s", why);
+    if (!k->schedule_valid(&p, ctx, s)) goto done;
+    ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
+    for (size_t i = 0; i < nc; i++)
+        ck_assert_msg(c1[i] == c2[i], "%s %lldx%lldx%lld b%lld T%d%d a%g b%g mc%d kc%d nc%d path%d: c[%zu] = %d, want %d",
+                      k->name, (long long)x->m, (long long)x->n, (long long)x->k, (long long)x->batch, x->ta, x->tb,
+                      (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3], i, c2[i], c1[i]);
+done:
+    free(a), free(b), free(c1), free(c2);
+}
+
+START_TEST(vnni_int8) {
+    const tsr_kernel *k = tsr_registry_find("gemm.x86_avx512_vnni.s8");
+    ck_assert_ptr_nonnull(k);
+    tsr_context *ctx = NULL, *ref = tt_ref_context();
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    tsr_problem probe;
+    memset(&probe, 0, sizeof probe);
+    probe.op = TSR_OP_GEMM;
+    tsr_gemm_desc_init(&probe.u.gemm.d);
+    probe.u.gemm.d.a_dtype = probe.u.gemm.d.b_dtype = TSR_I8, probe.u.gemm.d.c_dtype = TSR_I32;
+    char why[128];
+    if (!k->supports(&probe, ctx, why, sizeof why)) {
+        printf("SKIP gemm_x86: %s: %s\n", k->name, why);
+        goto out;
+    }
+    const tsr_schedule scheds[] = {{{48, 256, 1008, 0}}, {{96, 512, 2016, 0}}, {{192, 1024, 2016, 1}}, {{48, 256, 1008, 1}}};
+    const icase cases[] = {
+        {1, 1, 1, 0, 0, 1, 0, 1, 0},
+        {5, 17, 130, 0, 1, 1, 0, 1, 0},          /* k % 4 = 2, dot path */
+        {9, 49, 257, 0, 0, 1, 1, 1, 0},          /* MR+1, NR+1, kc+1 */
+        {49, 1009, 515, 1, 1, 1, 0, 1, 0},       /* mc+1, nc+1, 2*kc+3 */
+        {16, 100, 1027, 1, 1, 1, 1, 1, 0},       /* dot path with A stored k x m */
+        {3, 97, 65, 0, 1, 0.5f, -2, 1, 0},       /* alpha/beta rounded: one K block */
+        {13, 47, 700, 0, 0, 2, 0.25f, 1, 0},
+        {11, 19, 23, 1, 0, 1, 1, 4, 0},          /* batch */
+        {8, 48, 0, 0, 0, 1, 1, 1, 0},            /* k == 0: C unchanged with beta 1 */
+        {8, 48, 0, 0, 1, 3, 0.5f, 1, 0},         /* k == 0, beta rounded */
+        {2, 3, 140000, 0, 1, 1, 0, 1, -128},     /* 16384 k overflows int32: wraps like the reference */
+        {2, 3, 140000, 0, 0, 1, 1, 1, -128},
+    };
+    int ran = 0;
+    for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+            for (int threads = 1; threads <= 2; threads++) {
+                tsr_context_set_num_threads(ctx, threads);
+                check_i8(ctx, ref, k, &cases[ci], &scheds[si]);
+                ran++;
+            }
+    printf("gemm_x86: %d int8 VNNI runs checked\n", ran);
+out:
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gemm_x86");
     TCase *tc = tcase_create("x86");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, blocks_schedules_threads);
     tcase_add_test(tc, inplace_residual);
+    tcase_add_test(tc, vnni_int8);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

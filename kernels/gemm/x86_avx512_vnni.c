@@ -1,0 +1,343 @@
+/* int8 GEMM on AVX-512 VNNI: C(i32) = op(A)(s8) op(B)(s8), exact with
+ * int32 wrap-around like the reference.
+ *
+ * vpdpbusd multiplies unsigned by signed bytes, four k at a time, into
+ * int32 lanes. A is packed as a + 128 (unsigned) and each K block's
+ * accumulators start at -128 * (column sums of B over that block), so
+ * sum (a + 128) b - 128 sum b = sum a b; all of it wraps modulo 2^32, so
+ * the result is exact whenever the true sum fits in int32 and wraps as the
+ * reference does otherwise.
+ *
+ * Two paths:
+ *  - packed (Goto loops jc > pc > ic, 8 x 48 micro-tiles: 24 zmm
+ *    accumulators, B panels interleaved by 4 k per column, A panels by 4 k
+ *    per row);
+ *  - dot (M <= 16 with k-contiguous B, the x W^T decode shapes): rows of A
+ *    against rows of B read in place, 64 k a step, so B streams through
+ *    once without being packed; the column sums ride along as one more
+ *    vpdpbusd per column.
+ * alpha == 1 with beta 0 or 1 adds in wrapping int32 across K blocks; any
+ * other alpha/beta needs the whole sum before rounding, so K is one block. */
+#include <immintrin.h>
+#include <math.h>
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MR 8
+#define NV 3
+#define NR (NV * 16)
+#define FEATURES (TSR_CPU_AVX512F | TSR_CPU_AVX512BW | TSR_CPU_AVX512VL | TSR_CPU_AVX512VNNI)
+
+enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PATH };
+enum { PATH_PACKED, PATH_DOT };
+
+static const int mc_values[] = {48, 96, 192, 384};
+static const int kc_values[] = {256, 512, 1024, 2048};
+static const int nc_values[] = {1008, 2016, 4032};
+static const int path_values[] = {PATH_PACKED, PATH_DOT};
+
+static const tsr_knob vnni_knobs[] = {
+    {"mc", 4, mc_values}, {"kc", 4, kc_values}, {"nc", 3, nc_values}, {"path", 2, path_values}};
+
+static bool vnni_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & FEATURES) != FEATURES) {
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.x86_avx512_vnni.s8 needs a CPU with AVX-512 VNNI");
+        return false;
+    }
+    if (d->a_dtype != TSR_I8 || d->b_dtype != TSR_I8 || d->c_dtype != TSR_I32) {
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.x86_avx512_vnni.s8: i8 x i8 -> i32 only");
+        return false;
+    }
+    return true;
+}
+
+/* alpha 1, beta 0 or 1: partial sums can be added in int32 as they come. */
+static bool wrapping_sum(const tsr_gemm_desc *d) { return d->alpha == 1.0f && (d->beta == 0.0f || d->beta == 1.0f); }
+
+static bool dot_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_TRANS && d->m <= 16; }
+
+static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    (void)ctx;
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    s->v[KNOB_MC] = 192;
+    s->v[KNOB_KC] = 1024;
+    s->v[KNOB_NC] = 2016;
+    s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : PATH_PACKED;
+}
+
+static bool vnni_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)ctx;
+    if (s->v[KNOB_MC] % MR || s->v[KNOB_NC] % NR || s->v[KNOB_KC] % 64) return false;
+    return s->v[KNOB_PATH] == PATH_PACKED || dot_ok(&p->u.gemm.d);
+}
+
+typedef struct job {
+    const tsr_gemm_desc *d;
+    const int8_t *a, *b;
+    int32_t *c;
+    int64_t mc, kc, nc; /* kc: a multiple of 4 */
+} job;
+
+static inline int8_t a_at(const job *j, int64_t i, int64_t p) {
+    return j->a[j->d->trans_a ? p * j->d->lda + i : i * j->d->lda + p];
+}
+
+/* Rows [i0, i0+mr) of A, k in [p0, p0+kc) (kc4 = kc rounded up to 4), as
+ * a + 128 in groups of 4 k per row: dst[(q * MR + i) * 4 + r]. */
+static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, int64_t kc4, uint8_t *dst) {
+    const tsr_gemm_desc *d = j->d;
+    for (int64_t i = 0; i < MR; i++)
+        for (int64_t p = 0; p < kc4; p += 4) {
+            uint8_t *out = dst + ((p / 4) * MR + i) * 4;
+            if (i < mr && !d->trans_a && p + 4 <= kc) {
+                uint32_t w;
+                memcpy(&w, j->a + (i0 + i) * d->lda + p0 + p, 4);
+                w ^= 0x80808080u;
+                memcpy(out, &w, 4);
+                continue;
+            }
+            for (int r = 0; r < 4; r++)
+                out[r] = i < mr && p + r < kc ? (uint8_t)(a_at(j, i0 + i, p0 + p + r) + 128) : 0;
+        }
+}
+
+/* Columns [j0, j0+nr) of B, k in [p0, p0+kc), in groups of 4 k per column:
+ * dst[(q * NR + c) * 4 + r], zero past kc and nr; then NR int32 of
+ * -128 * the column sums. */
+static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0, int64_t nr, int8_t *dst) {
+    const tsr_gemm_desc *d = j->d;
+    int32_t *negsum = (int32_t *)(dst + kc4 * NR);
+    for (int64_t c = 0; c < NR; c++) {
+        int32_t sum = 0;
+        for (int64_t p = 0; p < kc4; p += 4) {
+            int8_t *out = dst + ((p / 4) * NR + c) * 4;
+            if (c < nr && d->trans_b && p + 4 <= kc) {
+                memcpy(out, j->b + (j0 + c) * d->ldb + p0 + p, 4);
+            } else {
+                for (int r = 0; r < 4; r++) {
+                    int64_t k = p0 + p + r;
+                    out[r] = c < nr && p + r < kc ? j->b[d->trans_b ? (j0 + c) * d->ldb + k : k * d->ldb + j0 + c] : 0;
+                }
+            }
+            sum += out[0] + out[1] + out[2] + out[3];
+        }
+        negsum[c] = (int32_t)((uint32_t)sum * (uint32_t)-128);
+    }
+}
+
+/* acc = -128 colsum + (A panel + 128) B panel over kc4 / 4 groups. */
+static inline void micro_kernel(int64_t groups, const uint8_t *restrict ap, const int8_t *restrict bp,
+                                __m512i acc[MR][NV]) {
+    const int32_t *negsum = (const int32_t *)(bp + groups * 4 * NR);
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+        __m512i s = _mm512_loadu_si512(negsum + v * 16);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) acc[i][v] = s;
+    }
+    for (int64_t q = 0; q < groups; q++) {
+        __m512i b[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_si512(bp + (q * NR + v * 16) * 4);
+#pragma GCC unroll 8
+        for (int i = 0; i < MR; i++) {
+            int32_t w;
+            memcpy(&w, ap + (q * MR + i) * 4, 4);
+            __m512i a = _mm512_set1_epi32(w);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], a, b[v]);
+        }
+    }
+}
+
+/* alpha * sum + beta * c, rounded and saturated as the reference does. */
+static int32_t scaled(const tsr_gemm_desc *d, int32_t sum, int32_t c) {
+    double v = nearbyint((double)d->alpha * sum + (d->beta != 0.0f ? (double)d->beta * c : 0.0));
+    return v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
+}
+
+/* The tile's sums into C: the first K block sets (adding C when beta is
+ * 1), later blocks add; alpha/beta other than 1 and 0/1 (one K block) are
+ * applied per element. */
+static void store_tile(const job *j, __m512i acc[MR][NV], int64_t i0, int64_t mr, int64_t j0, int64_t nr,
+                       bool first) {
+    const tsr_gemm_desc *d = j->d;
+    const bool add_c = !first || d->beta == 1.0f;
+    for (int64_t i = 0; i < mr; i++) {
+        int32_t *crow = j->c + (i0 + i) * d->ldc + j0;
+        for (int v = 0; v < NV && v * 16 < nr; v++) {
+            const int64_t left = nr - v * 16;
+            const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+            if (!wrapping_sum(d)) {
+                int32_t t[16];
+                _mm512_storeu_si512(t, acc[i][v]);
+                for (int64_t c = 0; c < (left < 16 ? left : 16); c++) crow[v * 16 + c] = scaled(d, t[c], crow[v * 16 + c]);
+                continue;
+            }
+            __m512i r = acc[i][v];
+            if (add_c) r = _mm512_add_epi32(r, _mm512_maskz_loadu_epi32(m, crow + v * 16));
+            _mm512_mask_storeu_epi32(crow + v * 16, m, r);
+        }
+    }
+}
+
+static int32_t hsum(__m512i v) { return _mm512_reduce_add_epi32(v); }
+
+enum { DOT_ROWS = 4, DOT_COLS = 4 };
+
+/* Columns [jlo, jhi) for M <= 16 with B stored n x k: DOT_ROWS rows of A
+ * (as a + 128) against DOT_COLS rows of B, 64 k a step; masked tails. */
+static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
+    const tsr_gemm_desc *d = j->d;
+    const int64_t K = d->k;
+    const __m512i bias = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8(1);
+    for (int64_t j0 = jlo; j0 < jhi; j0 += DOT_COLS) {
+        const int nr = (int)(jhi - j0 < DOT_COLS ? jhi - j0 : DOT_COLS);
+        const int8_t *brow[DOT_COLS];
+        for (int c = 0; c < DOT_COLS; c++) brow[c] = j->b + (j0 + (c < nr ? c : 0)) * d->ldb;
+        for (int64_t i0 = 0; i0 < d->m; i0 += DOT_ROWS) {
+            const int mr = (int)(d->m - i0 < DOT_ROWS ? d->m - i0 : DOT_ROWS);
+            const int8_t *arow[DOT_ROWS];
+            for (int r = 0; r < DOT_ROWS; r++)
+                arow[r] = j->a + (d->trans_a ? 0 : (i0 + (r < mr ? r : 0)) * d->lda);
+            __m512i acc[DOT_ROWS][DOT_COLS], sum[DOT_COLS];
+            for (int c = 0; c < DOT_COLS; c++) {
+                sum[c] = _mm512_setzero_si512();
+                for (int r = 0; r < DOT_ROWS; r++) acc[r][c] = _mm512_setzero_si512();
+            }
+            for (int64_t p = 0; p < K; p += 64) {
+                const __mmask64 m = K - p >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (K - p)) - 1);
+                __m512i b[DOT_COLS];
+                for (int c = 0; c < DOT_COLS; c++) {
+                    b[c] = _mm512_maskz_loadu_epi8(m, brow[c] + p);
+                    sum[c] = _mm512_dpbusd_epi32(sum[c], ones, b[c]);
+                }
+                for (int r = 0; r < DOT_ROWS; r++) {
+                    __m512i a;
+                    if (!d->trans_a) {
+                        a = _mm512_maskz_loadu_epi8(m, arow[r] + p);
+                    } else { /* A stored k x m: gather one column (M is small) */
+                        int8_t t[64] = {0};
+                        for (int64_t q = p; q < K && q < p + 64; q++) t[q - p] = a_at(j, i0 + (r < mr ? r : 0), q);
+                        a = _mm512_loadu_si512(t);
+                    }
+                    /* padding lanes: a + 128 over b = 0 adds nothing */
+                    a = _mm512_xor_si512(a, bias);
+                    for (int c = 0; c < DOT_COLS; c++) acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], a, b[c]);
+                }
+            }
+            for (int c = 0; c < nr; c++) {
+                const uint32_t neg = (uint32_t)hsum(sum[c]) * (uint32_t)-128;
+                for (int r = 0; r < mr; r++) {
+                    int32_t *cp = j->c + (i0 + r) * d->ldc + j0 + c;
+                    int32_t s = (int32_t)((uint32_t)hsum(acc[r][c]) + neg);
+                    *cp = wrapping_sum(d) ? (int32_t)((uint32_t)s + (d->beta == 1.0f ? (uint32_t)*cp : 0u))
+                                          : scaled(d, s, *cp);
+                }
+            }
+        }
+    }
+}
+
+static void team_barrier(int nth) {
+    if (nth > 1) {
+#pragma omp barrier
+    }
+}
+
+/* One matrix by a team: B panels of the (jc, pc) block and A panels of each
+ * ic block packed cooperatively, tiles shared round-robin. */
+static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
+    const tsr_gemm_desc *d = j->d;
+    const int64_t M = d->m, N = d->n, K = d->k;
+    const size_t bpanel = (size_t)(j->kc * NR + NR * 4); /* interleaved bytes + column sums */
+    for (int64_t jc = 0; jc < N; jc += j->nc) {
+        const int64_t ncur = N - jc < j->nc ? N - jc : j->nc, npanels = (ncur + NR - 1) / NR;
+        for (int64_t pc = 0; pc < K; pc += j->kc) {
+            const int64_t kcur = K - pc < j->kc ? K - pc : j->kc, kc4 = (kcur + 3) / 4 * 4;
+            for (int64_t jr = tid; jr < npanels; jr += nth) {
+                int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
+                pack_b(j, pc, kcur, kc4, jc + jr * NR, nr, bp + (size_t)jr * bpanel);
+            }
+            team_barrier(nth);
+            for (int64_t ic = 0; ic < M; ic += j->mc) {
+                const int64_t mcur = M - ic < j->mc ? M - ic : j->mc, mpanels = (mcur + MR - 1) / MR;
+                for (int64_t ir = tid; ir < mpanels; ir += nth) {
+                    int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
+                    pack_a(j, ic + ir * MR, mr, pc, kcur, kc4, ap + ir * MR * kc4);
+                }
+                team_barrier(nth);
+                for (int64_t t = tid; t < npanels * mpanels; t += nth) {
+                    const int64_t jr = t / mpanels, ir = t % mpanels;
+                    const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
+                    const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
+                    __m512i acc[MR][NV];
+                    micro_kernel(kc4 / 4, ap + ir * MR * kc4, bp + (size_t)jr * bpanel, acc);
+                    store_tile(j, acc, ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
+                }
+                team_barrier(nth);
+            }
+        }
+    }
+}
+
+/* beta * C (rounded as the reference) when there is no product (k == 0). */
+static void scale_only(const tsr_gemm_desc *d, int32_t *c) {
+    for (int64_t i = 0; i < d->m; i++)
+        for (int64_t n = 0; n < d->n; n++) {
+            int32_t *cp = c + i * d->ldc + n;
+            *cp = wrapping_sum(d) ? (d->beta == 1.0f ? *cp : 0) : scaled(d, 0, *cp);
+        }
+}
+
+static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    const tsr_gemm_desc *d = &g->d;
+    const bool dot = s->v[KNOB_PATH] == PATH_DOT && dot_ok(d);
+    int64_t kc = s->v[KNOB_KC];
+    if (!wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
+    kc = (kc + 3) / 4 * 4;
+    if (kc == 0) kc = 4;
+    const int64_t nc = ((d->n < s->v[KNOB_NC] ? d->n : s->v[KNOB_NC]) + NR - 1) / NR * NR;
+    const int64_t mc = ((d->m < s->v[KNOB_MC] ? d->m : s->v[KNOB_MC]) + MR - 1) / MR * MR;
+    const size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc / NR) * (size_t)(kc * NR + NR * 4);
+    const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 8e6);
+    char *buf = dot ? NULL : aligned_alloc(64, (abuf + bbuf + 63) / 64 * 64);
+    if (!dot && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
+        for (int64_t bt = 0; bt < d->batch; bt++) {
+            job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
+                     (int32_t *)g->c + bt * d->stride_c, mc, kc, nc};
+            if (d->k == 0) {
+                if (tid == 0) scale_only(d, j.c);
+            } else if (dot) {
+                const int64_t lo = d->n * tid / nth, hi = d->n * (tid + 1) / nth;
+                dot_columns(&j, lo, hi);
+            } else {
+                gemm_one(&j, (uint8_t *)buf, (int8_t *)(buf + abuf), tid, nth);
+            }
+            team_barrier(nth);
+        }
+    }
+    free(buf);
+    return TSR_OK;
+}
+
+const tsr_kernel tsr_gemm_x86_avx512_vnni = {
+    .name = "gemm.x86_avx512_vnni.s8",
+    .op = TSR_OP_GEMM,
+    .backend = TSR_BACKEND_CPU,
+    .arch = "x86_avx512",
+    .supports = vnni_supports,
+    .num_knobs = (int)(sizeof vnni_knobs / sizeof vnni_knobs[0]),
+    .knobs = vnni_knobs,
+    .default_schedule = vnni_default,
+    .schedule_valid = vnni_valid,
+    .run = vnni_run,
+};
