@@ -13,8 +13,8 @@ static bool absent(int threads, char *why, size_t n) {
 #endif
 
 #ifdef TSR_BENCH_NO_ONEDNN
-const gemm_impl impl_onednn = {"onednn", absent, NULL, NULL};
+const gemm_impl impl_onednn = {"onednn", absent, NULL, NULL, NULL};
 #endif
 #ifdef TSR_BENCH_NO_OPENBLAS
-const gemm_impl impl_openblas = {"openblas", absent, NULL, NULL};
+const gemm_impl impl_openblas = {"openblas", absent, NULL, NULL, NULL};
 #endif

@@ -15,5 +15,5 @@ static int sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a
     return 0;
 }
 
-/* OpenBLAS has no int8 GEMM. */
-const gemm_impl impl_openblas = {"openblas", init, sgemm, NULL};
+/* OpenBLAS has no int8 GEMM; Debian's build does not export cblas_sbgemm. */
+const gemm_impl impl_openblas = {"openblas", init, sgemm, NULL, NULL};

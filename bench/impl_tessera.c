@@ -29,4 +29,12 @@ static int gemm_i8(int ta, int tb, int64_t m, int64_t n, int64_t k, const int8_t
     return tsr_gemm(ctx, &d, a, b, c) == TSR_OK ? 0 : -1;
 }
 
-const gemm_impl impl_tessera = {"tessera", init, sgemm, gemm_i8};
+static int gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, const uint16_t *a, const uint16_t *b, float *c) {
+    tsr_gemm_desc d;
+    tsr_gemm_desc_init(&d);
+    d.m = m, d.n = n, d.k = k, d.trans_a = ta ? TSR_TRANS : TSR_NO_TRANS, d.trans_b = tb ? TSR_TRANS : TSR_NO_TRANS;
+    d.a_dtype = d.b_dtype = TSR_BF16;
+    return tsr_gemm(ctx, &d, a, b, c) == TSR_OK ? 0 : -1;
+}
+
+const gemm_impl impl_tessera = {"tessera", init, sgemm, gemm_i8, gemm_bf16};

@@ -22,8 +22,8 @@
 #define MAX_IMPLS 3
 #define MAX_CASES 512
 
-enum { DT_F32, DT_I8 };
-static const char *const dt_names[] = {"f32", "i8"};
+enum { DT_F32, DT_BF16, DT_I8, NUM_DT };
+static const char *const dt_names[NUM_DT] = {"f32", "bf16", "i8"};
 
 typedef struct gemm_case {
     gemm_shape s;
@@ -41,6 +41,7 @@ static int threads;
 static int run_case(const gemm_case *c, void *out) {
     const gemm_shape *s = &c->s;
     if (c->dt == DT_I8) return c->impl->gemm_i8(s->trans_a, s->trans_b, s->m, s->n, s->k, c->a, c->b, out);
+    if (c->dt == DT_BF16) return c->impl->gemm_bf16(s->trans_a, s->trans_b, s->m, s->n, s->k, c->a, c->b, out);
     return c->impl->sgemm(s->trans_a, s->trans_b, s->m, s->n, s->k, c->a, c->b, out);
 }
 
@@ -82,7 +83,8 @@ static void usage(void) {
          "             repeatable (default cpu: square, skinny, llama; cuda: gpu_square, llama;\n"
          "             --quick: quick)\n"
          "  --threads  threads for every CPU implementation (default: all cores)\n"
-         "  --dtypes   cpu GEMM: f32,i8 (default; i8 x i8 -> i32 against oneDNN's gemm_s8s8s32);\n"
+         "  --dtypes   cpu GEMM: f32,bf16,i8 (default; bf16 x bf16 -> f32 against oneDNN's matmul,\n"
+         "             i8 x i8 -> i32 against its gemm_s8s8s32);\n"
          "             cuda: the GEMM/elementwise dtypes (default f16,bf16,f32)\n"
          "  --summary  print a table of GFLOP/s, ratios to each vendor and % of the measured peak\n"
          "  --json     write Google Benchmark JSON to FILE\n"
@@ -105,7 +107,7 @@ static void cross_check(gemm_case *group, int n) {
     run_case(&group[0], want);
     for (int i = 1; i < n; i++) {
         if (group[i].absent || run_case(&group[i], group[i].c)) continue;
-        double tol = group[0].dt == DT_I8 ? 0 : 1e-4 * sqrt((double)s->k);
+        double tol = group[0].dt == DT_I8 ? 0 : 1e-4 * sqrt((double)s->k); /* bf16: exact inputs, f32 sums */
         for (size_t j = 0; j < cn; j++) {
             double got = group[0].dt == DT_I8 ? ((int32_t *)group[i].c)[j] : ((float *)group[i].c)[j];
             double ref = group[0].dt == DT_I8 ? ((int32_t *)want)[j] : ((float *)want)[j];
@@ -121,13 +123,23 @@ static void cross_check(gemm_case *group, int n) {
     free(want);
 }
 
-/* A and B of a case: small values, the same for every implementation. */
+/* A and B of a case: small values, the same for every implementation
+ * (bf16: the top half of the f32 value, exact for these fractions of 16). */
 static void *operand(int dt, size_t count, unsigned mul, unsigned mod) {
-    void *x = malloc(count * (dt == DT_I8 ? 1 : 4));
-    for (size_t j = 0; x && j < count; j++)
+    void *x = malloc(count * (dt == DT_I8 ? 1 : dt == DT_BF16 ? 2 : 4));
+    for (size_t j = 0; x && j < count; j++) {
+        float f = (float)((j * mul) % mod) / (float)mod - 0.5f;
+        uint32_t bits;
+        memcpy(&bits, &f, 4);
         if (dt == DT_I8) ((int8_t *)x)[j] = (int8_t)((j * mul) % 251 - 125);
-        else ((float *)x)[j] = (float)((j * mul) % mod) / (float)mod - 0.5f;
+        else if (dt == DT_BF16) ((uint16_t *)x)[j] = (uint16_t)(bits >> 16);
+        else ((float *)x)[j] = f;
+    }
     return x;
+}
+
+static bool offers(const gemm_impl *impl, int dt) {
+    return dt == DT_F32 ? impl->sgemm != NULL : dt == DT_I8 ? impl->gemm_i8 != NULL : impl->gemm_bf16 != NULL;
 }
 
 int main(int argc, char **argv) {
@@ -207,9 +219,9 @@ int main(int argc, char **argv) {
            info.device_name, info.arch, threads, peak_isa(), date);
     tsr_context_destroy(ctx);
 
-    int want_dt[2] = {!dtypes[0] || strstr(dtypes, "f32") != NULL, !dtypes[0] || strstr(dtypes, "i8") != NULL};
-    if (!want_dt[DT_F32] && !want_dt[DT_I8])
-        return fprintf(stderr, "tessera-bench: --dtypes for the cpu GEMM: f32, i8 or both, not '%s'\n", dtypes), 2;
+    int want_dt[NUM_DT], any = 0;
+    for (int dt = 0; dt < NUM_DT; dt++) any |= want_dt[dt] = !dtypes[0] || strstr(dtypes, dt_names[dt]) != NULL;
+    if (!any) return fprintf(stderr, "tessera-bench: --dtypes for the cpu GEMM: f32, bf16, i8, not '%s'\n", dtypes), 2;
     char name[192];
     snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
     gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
@@ -220,7 +232,7 @@ int main(int argc, char **argv) {
         gemm_shape *shapes;
         int n = shapes_read_gemm(sets[si], BENCH_SHAPES_DIR, &shapes);
         if (n < 0) return 2;
-        for (int dt = 0; dt < 2; dt++)
+        for (int dt = 0; dt < NUM_DT; dt++)
             for (int i = 0; want_dt[dt] && i < n && ncases + nimpl <= MAX_CASES; i++) {
                 gemm_shape *s = &shapes[i];
                 if (quick && s->m * s->n * s->k > 2048LL * 2048 * 2048) continue;
@@ -229,7 +241,7 @@ int main(int argc, char **argv) {
                 gemm_case *group = &cases[ncases];
                 for (int k = 0; k < nimpl; k++) {
                     gemm_case *c = &cases[ncases++];
-                    *c = (gemm_case){*s, impls[k], dt, a, b, malloc(cn * 4), 0, dt == DT_I8 && !impls[k]->gemm_i8};
+                    *c = (gemm_case){*s, impls[k], dt, a, b, malloc(cn * 4), 0, !offers(impls[k], dt)};
                 }
                 cross_check(group, nimpl);
             }
@@ -251,9 +263,9 @@ int main(int argc, char **argv) {
     int nr = gb_results(&r), mismatches = 0;
     for (int i = 0; i < ncases; i++) mismatches += cases[i].mismatch;
     if (summary) {
-        double peak[2] = {0, 0};
+        double peak[NUM_DT] = {0};
         for (int i = 0; i < nr; i++)
-            if (!strncmp(r[i].name, "peak/", 5)) peak[!strncmp(r[i].name, "peak/i8/", 8)] = r[i].gflops;
+            if (!strncmp(r[i].name, "peak/", 5)) peak[!strncmp(r[i].name, "peak/i8/", 8) ? DT_I8 : DT_F32] = r[i].gflops;
         printf("\nsummary: GFLOP/s (i8: GOP/s), %d threads; peak = %.1f GFLOP/s (measured FMA limit)", threads,
                peak[DT_F32]);
         if (peak[DT_I8] > 0) printf(", i8 %.1f GOP/s (measured vpdpbusd limit)", peak[DT_I8]);

@@ -9,7 +9,11 @@
 #include "internal.h"
 #include "testutil.h"
 
-static const char *kernels[] = {"gemm.x86_avx512.f32", "gemm.x86_avx2.f32"};
+/* Each kernel with the input dtype it takes (F32: every float dtype). */
+static const struct {
+    const char *name;
+    tsr_dtype only_in;
+} kernels[] = {{"gemm.x86_avx512_bf16.bf16", TSR_BF16}, {"gemm.x86_avx512.f32", TSR_F32}, {"gemm.x86_avx2.f32", TSR_F32}};
 
 typedef struct xcase {
     int64_t m, n, k;
@@ -82,12 +86,14 @@ START_TEST(blocks_schedules_threads) {
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     int ran = 0;
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
-        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
+        const tsr_kernel *k = tsr_registry_find(kernels[ki].name);
+        const tsr_dtype only = kernels[ki].only_in;
         ck_assert_ptr_nonnull(k);
         tsr_problem probe;
         memset(&probe, 0, sizeof probe);
         probe.op = TSR_OP_GEMM;
         tsr_gemm_desc_init(&probe.u.gemm.d);
+        probe.u.gemm.d.a_dtype = probe.u.gemm.d.b_dtype = only;
         char why[128];
         if (!k->supports(&probe, ctx, why, sizeof why)) {
             printf("SKIP gemm_x86: %s: %s\n", k->name, why);
@@ -110,8 +116,10 @@ START_TEST(blocks_schedules_threads) {
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
                 for (int threads = 1; threads <= 2; threads++) {
+                    xcase x = cases[ci];
+                    if (only != TSR_F32) x.in = only;
                     tsr_context_set_num_threads(ctx, threads);
-                    check(ctx, ref, k, &cases[ci], &scheds[si]);
+                    check(ctx, ref, k, &x, &scheds[si]);
                     ran++;
                 }
         /* the heuristic's schedule on skinny and square shapes */
@@ -124,10 +132,12 @@ START_TEST(blocks_schedules_threads) {
             tsr_gemm_desc_init(&p.u.gemm.d);
             p.u.gemm.d.m = dflt[ci].m, p.u.gemm.d.n = dflt[ci].n, p.u.gemm.d.k = dflt[ci].k;
             p.u.gemm.d.trans_b = (tsr_transpose)dflt[ci].tb;
+            xcase x = dflt[ci];
+            if (only != TSR_F32) x.in = p.u.gemm.d.a_dtype = p.u.gemm.d.b_dtype = only;
             tsr_schedule s;
             memset(&s, 0, sizeof s);
             k->default_schedule(&p, ctx, &s);
-            check(ctx, ref, k, &dflt[ci], &s);
+            check(ctx, ref, k, &x, &s);
             ran++;
         }
     }

@@ -75,11 +75,20 @@ static bool vnni_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
     return s->v[KNOB_PATH] == PATH_PACKED || dot_ok(&p->u.gemm.d);
 }
 
+/* acc += a . b on four bytes a lane. In asm because GCC 12 copies the
+ * accumulator around the intrinsic and spills the tile to the stack. */
+static inline __m512i dpbusd(__m512i acc, __m512i a_u8, __m512i b_s8) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a_u8), "v"(b_s8));
+    return acc;
+}
+
 typedef struct job {
     const tsr_gemm_desc *d;
     const int8_t *a, *b;
     int32_t *c;
     int64_t mc, kc, nc; /* kc: a multiple of 4 */
+    const int8_t *a_rows; /* dot path: op(A) row-major, a_ld apart */
+    int64_t a_ld;
 } job;
 
 static inline int8_t a_at(const job *j, int64_t i, int64_t p) {
@@ -105,39 +114,63 @@ static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
         }
 }
 
+/* 16 columns of 4 rows of B (row-major, ld apart) interleaved to 4 k per
+ * column: 64 bytes. */
+static inline __m512i interleave4(const int8_t *r0, int64_t ld) {
+    const __m128i x0 = _mm_loadu_si128((const __m128i *)r0), x1 = _mm_loadu_si128((const __m128i *)(r0 + ld));
+    const __m128i x2 = _mm_loadu_si128((const __m128i *)(r0 + 2 * ld)), x3 = _mm_loadu_si128((const __m128i *)(r0 + 3 * ld));
+    const __m128i t0 = _mm_unpacklo_epi8(x0, x1), t1 = _mm_unpackhi_epi8(x0, x1);
+    const __m128i t2 = _mm_unpacklo_epi8(x2, x3), t3 = _mm_unpackhi_epi8(x2, x3);
+    __m512i o = _mm512_castsi128_si512(_mm_unpacklo_epi16(t0, t2));
+    o = _mm512_inserti32x4(o, _mm_unpackhi_epi16(t0, t2), 1);
+    o = _mm512_inserti32x4(o, _mm_unpacklo_epi16(t1, t3), 2);
+    return _mm512_inserti32x4(o, _mm_unpackhi_epi16(t1, t3), 3);
+}
+
 /* Columns [j0, j0+nr) of B, k in [p0, p0+kc), in groups of 4 k per column:
  * dst[(q * NR + c) * 4 + r], zero past kc and nr; then NR int32 of
- * -128 * the column sums. */
+ * -128 * the column sums (vpdpbusd of ones against the packed bytes). */
 static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0, int64_t nr, int8_t *dst) {
     const tsr_gemm_desc *d = j->d;
-    int32_t *negsum = (int32_t *)(dst + kc4 * NR);
-    for (int64_t c = 0; c < NR; c++) {
-        int32_t sum = 0;
-        for (int64_t p = 0; p < kc4; p += 4) {
-            int8_t *out = dst + ((p / 4) * NR + c) * 4;
-            if (c < nr && d->trans_b && p + 4 <= kc) {
-                memcpy(out, j->b + (j0 + c) * d->ldb + p0 + p, 4);
-            } else {
-                for (int r = 0; r < 4; r++) {
-                    int64_t k = p0 + p + r;
-                    out[r] = c < nr && p + r < kc ? j->b[d->trans_b ? (j0 + c) * d->ldb + k : k * d->ldb + j0 + c] : 0;
-                }
-            }
-            sum += out[0] + out[1] + out[2] + out[3];
+    for (int64_t p = 0; p < kc4; p += 4) {
+        int8_t *out = dst + (p / 4) * NR * 4;
+        const bool full_k = p + 4 <= kc;
+        if (full_k && !d->trans_b && nr == NR) {
+            const int8_t *src = j->b + (p0 + p) * d->ldb + j0;
+            for (int v = 0; v < NV; v++) _mm512_storeu_si512(out + v * 64, interleave4(src + v * 16, d->ldb));
+            continue;
         }
-        negsum[c] = (int32_t)((uint32_t)sum * (uint32_t)-128);
+        for (int64_t c = 0; c < NR; c++) {
+            if (c < nr && d->trans_b && full_k) {
+                memcpy(out + c * 4, j->b + (j0 + c) * d->ldb + p0 + p, 4);
+                continue;
+            }
+            for (int r = 0; r < 4; r++) {
+                int64_t k = p0 + p + r;
+                out[c * 4 + r] = c < nr && p + r < kc ? j->b[d->trans_b ? (j0 + c) * d->ldb + k : k * d->ldb + j0 + c] : 0;
+            }
+        }
     }
+    const __m512i ones = _mm512_set1_epi8(1), neg128 = _mm512_set1_epi32(-128);
+    __m512i sum[NV];
+    for (int v = 0; v < NV; v++) sum[v] = _mm512_setzero_si512();
+    for (int64_t q = 0; q < kc4 / 4; q++)
+        for (int v = 0; v < NV; v++)
+            sum[v] = dpbusd(sum[v], ones, _mm512_loadu_si512(dst + (q * NR + v * 16) * 4));
+    for (int v = 0; v < NV; v++)
+        _mm512_storeu_si512(dst + kc4 * NR + v * 64, _mm512_mullo_epi32(sum[v], neg128));
 }
 
 /* acc = -128 colsum + (A panel + 128) B panel over kc4 / 4 groups. */
 static inline void micro_kernel(int64_t groups, const uint8_t *restrict ap, const int8_t *restrict bp,
                                 __m512i acc[MR][NV]) {
     const int32_t *negsum = (const int32_t *)(bp + groups * 4 * NR);
+    __m512i c[MR][NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) {
         __m512i s = _mm512_loadu_si512(negsum + v * 16);
 #pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) acc[i][v] = s;
+        for (int i = 0; i < MR; i++) c[i][v] = s;
     }
     for (int64_t q = 0; q < groups; q++) {
         __m512i b[NV];
@@ -145,13 +178,15 @@ static inline void micro_kernel(int64_t groups, const uint8_t *restrict ap, cons
         for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_si512(bp + (q * NR + v * 16) * 4);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
-            int32_t w;
-            memcpy(&w, ap + (q * MR + i) * 4, 4);
-            __m512i a = _mm512_set1_epi32(w);
+            const __m512i a = _mm512_set1_epi32(*(const int32_t *)(const void *)(ap + (q * MR + i) * 4));
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbusd_epi32(acc[i][v], a, b[v]);
+            for (int v = 0; v < NV; v++) c[i][v] = dpbusd(c[i][v], a, b[v]);
         }
     }
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[i][v] = c[i][v];
 }
 
 /* alpha * sum + beta * c, rounded and saturated as the reference does. */
@@ -189,8 +224,9 @@ static int32_t hsum(__m512i v) { return _mm512_reduce_add_epi32(v); }
 
 enum { DOT_ROWS = 4, DOT_COLS = 4 };
 
-/* Columns [jlo, jhi) for M <= 16 with B stored n x k: DOT_ROWS rows of A
- * (as a + 128) against DOT_COLS rows of B, 64 k a step; masked tails. */
+/* Columns [jlo, jhi) for M <= 16 with B stored n x k: DOT_ROWS rows of
+ * op(A) (row-major in j->a_rows, as a + 128) against DOT_COLS rows of B,
+ * 64 k a step; masked tails. */
 static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
     const tsr_gemm_desc *d = j->d;
     const int64_t K = d->k;
@@ -202,39 +238,42 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
         for (int64_t i0 = 0; i0 < d->m; i0 += DOT_ROWS) {
             const int mr = (int)(d->m - i0 < DOT_ROWS ? d->m - i0 : DOT_ROWS);
             const int8_t *arow[DOT_ROWS];
-            for (int r = 0; r < DOT_ROWS; r++)
-                arow[r] = j->a + (d->trans_a ? 0 : (i0 + (r < mr ? r : 0)) * d->lda);
+            for (int r = 0; r < DOT_ROWS; r++) arow[r] = j->a_rows + (i0 + (r < mr ? r : 0)) * j->a_ld;
             __m512i acc[DOT_ROWS][DOT_COLS], sum[DOT_COLS];
+#pragma GCC unroll 4
             for (int c = 0; c < DOT_COLS; c++) {
                 sum[c] = _mm512_setzero_si512();
+#pragma GCC unroll 4
                 for (int r = 0; r < DOT_ROWS; r++) acc[r][c] = _mm512_setzero_si512();
             }
             for (int64_t p = 0; p < K; p += 64) {
                 const __mmask64 m = K - p >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (K - p)) - 1);
                 __m512i b[DOT_COLS];
+#pragma GCC unroll 4
                 for (int c = 0; c < DOT_COLS; c++) {
                     b[c] = _mm512_maskz_loadu_epi8(m, brow[c] + p);
-                    sum[c] = _mm512_dpbusd_epi32(sum[c], ones, b[c]);
+                    sum[c] = dpbusd(sum[c], ones, b[c]);
                 }
+#pragma GCC unroll 4
                 for (int r = 0; r < DOT_ROWS; r++) {
-                    __m512i a;
-                    if (!d->trans_a) {
-                        a = _mm512_maskz_loadu_epi8(m, arow[r] + p);
-                    } else { /* A stored k x m: gather one column (M is small) */
-                        int8_t t[64] = {0};
-                        for (int64_t q = p; q < K && q < p + 64; q++) t[q - p] = a_at(j, i0 + (r < mr ? r : 0), q);
-                        a = _mm512_loadu_si512(t);
-                    }
                     /* padding lanes: a + 128 over b = 0 adds nothing */
-                    a = _mm512_xor_si512(a, bias);
-                    for (int c = 0; c < DOT_COLS; c++) acc[r][c] = _mm512_dpbusd_epi32(acc[r][c], a, b[c]);
+                    const __m512i a = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, arow[r] + p), bias);
+#pragma GCC unroll 4
+                    for (int c = 0; c < DOT_COLS; c++) acc[r][c] = dpbusd(acc[r][c], a, b[c]);
                 }
             }
+            /* reduced with constant indices, so the tile stays in registers */
+            uint32_t tot[DOT_ROWS][DOT_COLS], neg[DOT_COLS];
+#pragma GCC unroll 4
+            for (int c = 0; c < DOT_COLS; c++) {
+                neg[c] = (uint32_t)hsum(sum[c]) * (uint32_t)-128;
+#pragma GCC unroll 4
+                for (int r = 0; r < DOT_ROWS; r++) tot[r][c] = (uint32_t)hsum(acc[r][c]);
+            }
             for (int c = 0; c < nr; c++) {
-                const uint32_t neg = (uint32_t)hsum(sum[c]) * (uint32_t)-128;
                 for (int r = 0; r < mr; r++) {
                     int32_t *cp = j->c + (i0 + r) * d->ldc + j0 + c;
-                    int32_t s = (int32_t)((uint32_t)hsum(acc[r][c]) + neg);
+                    int32_t s = (int32_t)(tot[r][c] + neg[c]);
                     *cp = wrapping_sum(d) ? (int32_t)((uint32_t)s + (d->beta == 1.0f ? (uint32_t)*cp : 0u))
                                           : scaled(d, s, *cp);
                 }
@@ -306,17 +345,26 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t mc = ((d->m < s->v[KNOB_MC] ? d->m : s->v[KNOB_MC]) + MR - 1) / MR * MR;
     const size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc / NR) * (size_t)(kc * NR + NR * 4);
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 8e6);
-    char *buf = dot ? NULL : aligned_alloc(64, (abuf + bbuf + 63) / 64 * 64);
-    if (!dot && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");
+    /* dot path: op(A) stored k x m is copied row-major once per matrix */
+    const size_t bytes = dot ? (d->trans_a ? (size_t)(d->m * d->k) : 0) : abuf + bbuf;
+    char *buf = bytes ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
+    if (bytes && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
         for (int64_t bt = 0; bt < d->batch; bt++) {
             job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
-                     (int32_t *)g->c + bt * d->stride_c, mc, kc, nc};
+                     (int32_t *)g->c + bt * d->stride_c, mc, kc, nc, NULL, d->lda};
+            j.a_rows = j.a;
             if (d->k == 0) {
                 if (tid == 0) scale_only(d, j.c);
             } else if (dot) {
+                if (d->trans_a) {
+                    for (int64_t i = tid; i < d->m; i += nth)
+                        for (int64_t p = 0; p < d->k; p++) buf[i * d->k + p] = (char)a_at(&j, i, p);
+                    team_barrier(nth);
+                    j.a_rows = (const int8_t *)buf, j.a_ld = d->k;
+                }
                 const int64_t lo = d->n * tid / nth, hi = d->n * (tid + 1) / nth;
                 dot_columns(&j, lo, hi);
             } else {

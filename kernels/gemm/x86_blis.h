@@ -1,9 +1,13 @@
 /* BLIS-style f32 GEMM, written once over the simd.h vector names and
- * instantiated per ISA by kernels/gemm/x86_avx2.c and x86_avx512.c (which
- * define MR, NV, GEMM_ARCH, GEMM_FEATURES and GEMM_SYMBOL first). Loops: jc (NC) > pc (KC) > ic (MC) >
+ * instantiated per ISA by kernels/gemm/x86_avx2.c, x86_avx512.c and
+ * x86_avx512_bf16.c (which define MR, NV, GEMM_ARCH, GEMM_FEATURES and
+ * GEMM_SYMBOL first). Loops: jc (NC) > pc (KC) > ic (MC) >
  * micro-tiles MR x NR, NR = NV * VL. A is packed into MR-row micro-panels
  * and B into NR-column ones (f16/bf16 converted while packing); with
  * pack_b = 0 (skinny M, f32 row-major B) full tiles read B in place.
+ * With GEMM_BF16_DOT (bf16 inputs, AVX512_BF16) the panels keep bf16 in
+ * pairs of k, one 32-bit word per pair, and vdpbf16ps does two k per
+ * instruction; the loops, the buffers (half used) and the store are shared.
  * alpha/beta and the epilogue are applied to the accumulators on the last
  * K block, before the only store of C. */
 #include <omp.h>
@@ -13,6 +17,9 @@
 #include "internal.h"
 
 #define NR (NV * VL)
+#ifndef GEMM_NAME
+#define GEMM_NAME "gemm." GEMM_ARCH ".f32"
+#endif
 
 enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PACK_B, KNOB_BATCH_PAR };
 
@@ -43,23 +50,29 @@ static bool residual_overlaps_c(const tsr_gemm_problem *g, const tsr_epilogue_st
 static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
     if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & GEMM_FEATURES) != GEMM_FEATURES) {
-        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.%s needs a CPU with its ISA", GEMM_ARCH);
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s needs a CPU with its ISA", GEMM_NAME);
         return false;
     }
     if (d->c_dtype != TSR_F32 || d->a_dtype == TSR_I8) {
-        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.%s: f32 outputs from f32/f16/bf16 inputs only", GEMM_ARCH);
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: f32 outputs from f32/f16/bf16 inputs only", GEMM_NAME);
         return false;
     }
+#ifdef GEMM_BF16_DOT
+    if (d->a_dtype != TSR_BF16 || d->b_dtype != TSR_BF16) {
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: bf16 inputs only", GEMM_NAME);
+        return false;
+    }
+#endif
     for (int i = 0; i < d->epilogue.num_steps; i++) {
         const tsr_epilogue_step *e = &d->epilogue.steps[i];
         if (!f32_or_same(e->data, e->dtype)) {
-            tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.%s: f32 bias/residual only", GEMM_ARCH);
+            tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: f32 bias/residual only", GEMM_NAME);
             return false;
         }
         /* Partial sums are stored into C between K blocks, so a residual that
          * is (or overlaps) C would be read after it was overwritten. */
         if (e->op == TSR_EPI_RESIDUAL && residual_overlaps_c(&p->u.gemm, e)) {
-            tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.%s: a residual overlapping C (in-place) is left to the reference", GEMM_ARCH);
+            tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: a residual overlapping C (in-place) is left to the reference", GEMM_NAME);
             return false;
         }
     }
@@ -106,6 +119,88 @@ static inline float load_in(const void *p, tsr_dtype t, int64_t i) {
     return t == TSR_F32 ? ((const float *)p)[i] : tsr_load_f(p, t, i);
 }
 
+#ifdef GEMM_BF16_DOT
+/* bf16 bits of x(i), 0 past the matrix: pairs of k are packed as words. */
+static inline uint32_t bf16_at(const void *x, int64_t i) { return ((const uint16_t *)x)[i]; }
+
+/* A(i, p) for rows [i0, i0+mr), k in [p0, p0+kc): dst[q * MR + i] holds
+ * A(i, 2q) in its low half and A(i, 2q + 1) in its high half. */
+static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, float *dst) {
+    const tsr_gemm_desc *d = &j->g->d;
+    uint32_t *w = (uint32_t *)dst;
+    for (int64_t q = 0; q < (kc + 1) / 2; q++)
+        for (int64_t i = 0; i < MR; i++) {
+            uint32_t lo = 0, hi = 0;
+            if (i < mr) {
+                int64_t p = p0 + 2 * q, idx = d->trans_a ? p * d->lda + i0 + i : (i0 + i) * d->lda + p;
+                if (!d->trans_a && 2 * q + 1 < kc) { /* the pair is adjacent in memory */
+                    memcpy(&w[q * MR + i], (const uint16_t *)j->a + idx, 4);
+                    continue;
+                }
+                lo = bf16_at(j->a, idx);
+                if (2 * q + 1 < kc) hi = bf16_at(j->a, d->trans_a ? idx + d->lda : idx + 1);
+            }
+            w[q * MR + i] = lo | hi << 16;
+        }
+}
+
+/* B(p, j), k in [p0, p0+kc), columns [j0, j0+nr): dst[q * NR + c] holds
+ * B(2q, c) low and B(2q + 1, c) high. */
+static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr, float *dst) {
+    const tsr_gemm_desc *d = &j->g->d;
+    uint32_t *w = (uint32_t *)dst;
+    for (int64_t q = 0; q < (kc + 1) / 2; q++) {
+        const int64_t p = p0 + 2 * q;
+        const bool pair = 2 * q + 1 < kc;
+        if (!d->trans_b && pair && nr == NR) { /* two rows interleaved by vector */
+            const uint16_t *r0 = (const uint16_t *)j->b + p * d->ldb + j0, *r1 = r0 + d->ldb;
+            for (int v = 0; v < NV; v++) {
+                __m256i x0 = _mm256_loadu_si256((const __m256i *)(r0 + v * 16));
+                __m256i x1 = _mm256_loadu_si256((const __m256i *)(r1 + v * 16));
+                __m512i lo = _mm512_cvtepu16_epi32(x0), hi = _mm512_cvtepu16_epi32(x1);
+                _mm512_storeu_si512(w + q * NR + v * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
+            }
+            continue;
+        }
+        for (int64_t c = 0; c < NR; c++) {
+            uint32_t lo = 0, hi = 0;
+            if (c < nr && d->trans_b && pair) { /* adjacent in B's stored row */
+                memcpy(&w[q * NR + c], (const uint16_t *)j->b + (j0 + c) * d->ldb + p, 4);
+                continue;
+            }
+            if (c < nr) {
+                int64_t idx = d->trans_b ? (j0 + c) * d->ldb + p : p * d->ldb + j0 + c;
+                lo = bf16_at(j->b, idx);
+                if (pair) hi = bf16_at(j->b, d->trans_b ? idx + 1 : idx + d->ldb);
+            }
+            w[q * NR + c] = lo | hi << 16;
+        }
+    }
+}
+
+/* acc = A panel * B panel over kc k, two k per vdpbf16ps (ldb: unused,
+ * B is always packed). */
+static inline void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb,
+                                vf acc[MR][NV]) {
+    (void)ldb;
+    const uint32_t *aw = (const uint32_t *)ap, *bw = (const uint32_t *)bp;
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[i][v] = vf_zero();
+    for (int64_t q = 0; q < (kc + 1) / 2; q++) {
+        __m512bh b[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512(bw + q * NR + v * VL);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            __m512bh a = (__m512bh)_mm512_set1_epi32((int)aw[q * MR + i]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
+        }
+    }
+}
+#else
 /* A(i, p) for rows [i0, i0+mr) and k in [p0, p0+kc) into an MR-row panel. */
 static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
@@ -170,6 +265,8 @@ static inline void micro_kernel(int64_t kc, const float *restrict ap, const floa
         }
     }
 }
+
+#endif /* GEMM_BF16_DOT */
 
 /* C tile (mr x nr at row i0, column j0) from the accumulators of K block
  * [p0, p0 + kc): the first block applies alpha and beta, later ones add, the
@@ -388,7 +485,7 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 2e6);
     const int nbuf = per_matrix ? nt : 1;
     float *buf = aligned_alloc(64, ((abuf + bbuf) * sizeof(float) * (size_t)nbuf + 63) / 64 * 64);
-    if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.%s: no memory for packing buffers", GEMM_ARCH);
+    if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "%s: no memory for packing buffers", GEMM_NAME);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         int tid = omp_get_thread_num(), nth = omp_get_num_threads();
@@ -411,7 +508,7 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
 }
 
 const tsr_kernel GEMM_SYMBOL = {
-    .name = "gemm." GEMM_ARCH ".f32",
+    .name = GEMM_NAME,
     .op = TSR_OP_GEMM,
     .backend = TSR_BACKEND_CPU,
     .arch = GEMM_ARCH,
