@@ -353,11 +353,17 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
                     for (int c = 0; c < DOT_COLS; c++) acc[r][c] = vf_fma(a, b[c], acc[r][c]);
                 }
             }
+            /* reduced with constant indices, so the tile stays in registers */
+            float tot[DOT_ROWS][DOT_COLS];
+#pragma GCC unroll 4
+            for (int r = 0; r < DOT_ROWS; r++)
+#pragma GCC unroll 4
+                for (int c = 0; c < DOT_COLS; c++) tot[r][c] = hsum(acc[r][c]);
             for (int r = 0; r < mr; r++)
                 for (int c = 0; c < nr; c++) {
                     int64_t row = i0 + r, col = j0 + c;
                     float *cp = j->c + row * d->ldc + col;
-                    float v = d->alpha * hsum(acc[r][c]);
+                    float v = d->alpha * tot[r][c];
                     if (d->beta != 0.0f) v += d->beta * *cp;
                     *cp = tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? row : col, j->batch_index, row, col);
                 }
