@@ -1,6 +1,7 @@
-/* tessera-bench --op rowwise: softmax, layernorm and rmsnorm on the CPU
- * against memcpy of the same bytes in the same run (a row op that reads its
- * input once and writes its output once can at best match a copy). Sizes
+/* tessera-bench --op rowwise: softmax, layernorm and rmsnorm on the CPU,
+ * and a fused chain (SwiGLU's silu(x) * g, two inputs and one output),
+ * against memcpy in the same run (an op that reads its inputs once and
+ * writes its output once can at best move bytes as fast as a copy). Sizes
  * from 4 KiB rows x 1 to 256 MiB. Names: <op>/<dtype>/rows/<R>x<C>/tessera. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,13 +12,15 @@
 #include "gbench_shim.h"
 #include "tessera.h"
 
-enum { OP_COPY, OP_SOFTMAX, OP_LAYERNORM, OP_RMSNORM };
+enum { OP_COPY, OP_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_SWIGLU };
 #define MAX_ROW_CASES 64
 
 typedef struct row_case {
     int op;
     tsr_rowwise_desc d;
-    void *x, *y;
+    void *x, *y, *g; /* g: the chain's second input */
+    tsr_chain_desc chain;
+    tsr_tensor_desc t;
     float *gamma, *beta;
     size_t bytes; /* read + written */
     char name[128];
@@ -32,13 +35,17 @@ static tsr_status run_row(row_case *c) {
     case OP_COPY: memcpy(c->y, c->x, c->bytes / 2); return TSR_OK;
     case OP_SOFTMAX: return tsr_softmax(ctx, &c->d, c->x, c->y);
     case OP_LAYERNORM: return tsr_layernorm(ctx, &c->d, c->x, c->gamma, c->beta, c->y);
+    case OP_SWIGLU: {
+        const void *ops[1] = {c->g};
+        return tsr_elementwise_chain(ctx, &c->chain, &c->t, c->x, ops, &c->t, c->y);
+    }
     default: return tsr_rmsnorm(ctx, &c->d, c->x, c->gamma, c->y);
     }
 }
 
 static void bench_row(gb_state *st, void *arg) {
     row_case *c = arg;
-    if (!c->x || !c->y) {
+    if (!c->x || !c->y || (c->op == OP_SWIGLU && !c->g)) {
         gb_skip_with_error(st, "out of memory");
         return;
     }
@@ -50,14 +57,22 @@ static void bench_row(gb_state *st, void *arg) {
 
 static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
     if (ncases == MAX_ROW_CASES) return;
-    static const char *const names[] = {"copy", "softmax", "layernorm", "rmsnorm"};
+    static const char *const names[] = {"copy", "softmax", "layernorm", "rmsnorm", "swiglu"};
     row_case *c = &cases[ncases++];
     memset(c, 0, sizeof *c);
     tsr_rowwise_desc_init(&c->d);
     c->op = op, c->d.rows = rows, c->d.cols = cols, c->d.x_dtype = c->d.y_dtype = t;
     size_t n = (size_t)(rows * cols), es = tsr_dtype_size(t);
-    c->bytes = 2 * n * es;
+    c->bytes = (op == OP_SWIGLU ? 3 : 2) * n * es;
     c->x = malloc(n * es), c->y = malloc(n * es);
+    if (op == OP_SWIGLU) {
+        const int64_t shape[2] = {rows, cols};
+        c->t = tsr_tensor_contiguous(t, 2, shape);
+        tsr_chain_desc_init(&c->chain);
+        tsr_chain_push_unary(&c->chain, TSR_UNARY_SILU);
+        tsr_chain_push_tensor(&c->chain, TSR_BINARY_MUL, &c->t, 0);
+        if ((c->g = malloc(n * es))) bench_fill(c->g, t, n, 2, -1.0f, 1.0f);
+    }
     c->gamma = malloc(sizeof(float) * (size_t)cols), c->beta = malloc(sizeof(float) * (size_t)cols);
     if (c->x && c->y && c->gamma && c->beta) {
         bench_fill(c->x, t, n, 1, -2.5f, 2.5f);
@@ -82,7 +97,7 @@ int rowwise_suite_main(int threads, int quick, int want_summary) {
     static const tsr_dtype dts[] = {TSR_F32, TSR_BF16};
     for (int si = 0; si < nshapes; si++)
         for (int t = 0; t < 2; t++)
-            for (int op = OP_COPY; op <= OP_RMSNORM; op++) add(op, dts[t], shapes[si][0], shapes[si][1]);
+            for (int op = OP_COPY; op <= OP_SWIGLU; op++) add(op, dts[t], shapes[si][0], shapes[si][1]);
     for (int i = 0; i < ncases; i++) gb_register(cases[i].name, bench_row, &cases[i], 0, (double)cases[i].bytes);
     gb_run();
     if (want_summary) {
@@ -105,7 +120,8 @@ int rowwise_suite_main(int threads, int quick, int want_summary) {
                    copy);
         }
     }
-    for (int i = 0; i < ncases; i++) free(cases[i].x), free(cases[i].y), free(cases[i].gamma), free(cases[i].beta);
+    for (int i = 0; i < ncases; i++)
+        free(cases[i].x), free(cases[i].y), free(cases[i].g), free(cases[i].gamma), free(cases[i].beta);
     tsr_context_destroy(ctx);
     return 0;
 }

@@ -245,6 +245,10 @@ static inline int64_t tsr_attention_visible_end(const tsr_attention_desc *d, int
 
 /* Scalar activations in f32 (the reference definitions). */
 float tsr_activation_ref(tsr_activation act, float x);
+/* The reference's elementwise definitions (kernels/elementwise/ref.c), for
+ * fast kernels that run an op lane by lane. */
+float tsr_unary_ref(tsr_unary_op op, float x);
+float tsr_binary_ref(tsr_binary_op op, float a, float b);
 bool tsr_activation_valid(tsr_activation act);
 
 /* Validates an epilogue's steps for an output of out_dtype (pointers, enums,

@@ -21,7 +21,7 @@
 
 #include "internal.h"
 
-static float unary_ref(tsr_unary_op op, float x) {
+float tsr_unary_ref(tsr_unary_op op, float x) {
     const double d = x;
     switch (op) {
     case TSR_UNARY_IDENTITY: return x;
@@ -45,7 +45,7 @@ static float unary_ref(tsr_unary_op op, float x) {
     return NAN; /* unreachable: the front validated op */
 }
 
-static float binary_ref(tsr_binary_op op, float a, float b) {
+float tsr_binary_ref(tsr_binary_op op, float a, float b) {
     const double x = a, y = b;
     switch (op) {
     case TSR_BINARY_ADD: return (float)(x + y);
@@ -86,11 +86,11 @@ static void chain_row(const tsr_chain_problem *c, int64_t outer) {
                 other = tsr_load_f(c->operands[k], ch->operands[k].dtype, oo[k] + j * os[k]);
             }
             switch (st->kind) {
-            case TSR_STEP_UNARY: v = unary_ref(st->unary, v); break;
+            case TSR_STEP_UNARY: v = tsr_unary_ref(st->unary, v); break;
             case TSR_STEP_SCALAR:
-            case TSR_STEP_TENSOR: v = binary_ref(st->binary, v, other); break;
+            case TSR_STEP_TENSOR: v = tsr_binary_ref(st->binary, v, other); break;
             case TSR_STEP_SCALAR_LEFT:
-            case TSR_STEP_TENSOR_LEFT: v = binary_ref(st->binary, other, v); break;
+            case TSR_STEP_TENSOR_LEFT: v = tsr_binary_ref(st->binary, other, v); break;
             }
         }
         tsr_store_f(c->yp, c->y.dtype, yo + j * ys, v);
