@@ -21,6 +21,7 @@ typedef struct xcase {
     tsr_dtype in;
     float alpha, beta;
     int64_t batch;
+    int narrow_c; /* C in the input dtype (f16/bf16) instead of f32 */
 } xcase;
 
 /* Runs kernel k with schedule s on a row-major problem and compares with the
@@ -30,6 +31,8 @@ static void check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const
     tsr_gemm_desc_init(&d);
     d.m = x->m, d.n = x->n, d.k = x->k, d.trans_a = (tsr_transpose)x->ta, d.trans_b = (tsr_transpose)x->tb;
     d.a_dtype = d.b_dtype = x->in, d.alpha = x->alpha, d.beta = x->beta, d.batch = x->batch;
+    const tsr_dtype ct = x->narrow_c && x->in != TSR_F32 ? x->in : TSR_F32;
+    d.c_dtype = ct;
     d.lda = (x->ta ? x->m : x->k) + 3, d.ldb = (x->tb ? x->k : x->n) + 1, d.ldc = x->n + 2;
     d.stride_a = (x->ta ? x->k : x->m) * d.lda, d.stride_b = (x->tb ? x->n : x->k) * d.ldb;
     d.stride_c = x->m * d.ldc;
@@ -40,11 +43,11 @@ static void check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const
     float *res = malloc(nc * 4 + 4);
     tt_fill(a, x->in, (int64_t)na, 61, -1, 1);
     tt_fill(b, x->in, (int64_t)nb, 62, -1, 1);
-    tt_fill(c1, TSR_F32, (int64_t)nc, 63, -1, 1);
+    tt_fill(c1, ct, (int64_t)nc, 63, -1, 1);
     tt_fill(bias, TSR_F32, x->m + x->n, 64, -1, 1);
     tt_fill(res, TSR_F32, (int64_t)nc, 65, -1, 1);
     if (x->beta == 0)
-        for (size_t i = 0; i < nc; i++) c1[i] = NAN;
+        for (size_t i = 0; i < nc; i++) tsr_store_f(c1, ct, (int64_t)i, NAN);
     memcpy(c2, c1, nc * 4);
     if (x->epi) {
         d.epilogue.num_steps = 3;
@@ -75,8 +78,9 @@ static void check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const
     snprintf(what, sizeof what, "%s %lldx%lldx%lld b%lld T%d%d %s epi%d a%g b%g mc%d kc%d nc%d pack_b%d bp%d", k->name,
              (long long)x->m, (long long)x->n, (long long)x->k, (long long)x->batch, x->ta, x->tb,
              tsr_dtype_name(x->in), x->epi, (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3], s->v[4]);
-    double rtol = tt_rtol(TSR_F32, x->k) * 4;
-    ck_assert_msg(tt_compare(what, c2, c1, TSR_F32, (int64_t)nc, 1e-5 * sqrt((double)x->k + 1), rtol) == 0, "%s", what);
+    /* a narrow C: one rounding apart at most (both round the same f32-ish sum) */
+    double rtol = ct == TSR_F32 ? tt_rtol(TSR_F32, x->k) * 4 : tt_rtol(ct, x->k);
+    ck_assert_msg(tt_compare(what, c2, c1, ct, (int64_t)nc, 1e-5 * sqrt((double)x->k + 1), rtol) == 0, "%s", what);
 done:
     free(a), free(b), free(c1), free(c2), free(bias), free(res);
 }
@@ -103,15 +107,17 @@ START_TEST(blocks_schedules_threads) {
         const tsr_schedule scheds[] = {
             {{48, 128, 1008, 1, 0}}, {{96, 192, 2016, 0, 0}}, {{144, 256, 4032, 1, 1}}, {{48, 128, 1008, 0, 1}}};
         const xcase cases[] = {
-            {1, 1, 1, 0, 0, 0, 0, TSR_F32, 1, 0, 1},
-            {5, 17, 129, 0, 0, 0, 1, TSR_F32, 1, 0, 1},
-            {49, 1009, 257, 0, 0, 0, 2, TSR_F32, 0.5f, 1, 1},   /* mc+1, nc+1, 2*kc+1 */
-            {97, 50, 131, 1, 1, 0, 3, TSR_F32, 1, -1, 1},
-            {7, 2017, 300, 0, 1, 0, 4, TSR_F32, 1, 0, 1},
-            {16, 100, 385, 1, 0, 0, 5, TSR_BF16, 1, 0, 1},
-            {13, 47, 64, 0, 0, 0, 6, TSR_F16, 2, 0.5f, 1},
-            {11, 19, 23, 0, 0, 0, 1, TSR_F32, 1, 0, 5},           /* batch */
-            {8, 48, 0, 0, 0, 0, 1, TSR_F32, 1, 0.5f, 1},          /* k == 0 */
+            {1, 1, 1, 0, 0, 0, 0, TSR_F32, 1, 0, 1, 0},
+            {5, 17, 129, 0, 0, 0, 1, TSR_F32, 1, 0, 1, 0},
+            {49, 1009, 257, 0, 0, 0, 2, TSR_F32, 0.5f, 1, 1, 0},   /* mc+1, nc+1, 2*kc+1 */
+            {97, 50, 131, 1, 1, 0, 3, TSR_F32, 1, -1, 1, 0},
+            {7, 2017, 300, 0, 1, 0, 4, TSR_F32, 1, 0, 1, 0},
+            {16, 100, 385, 1, 0, 0, 5, TSR_BF16, 1, 0, 1, 0},
+            {13, 47, 64, 0, 0, 0, 6, TSR_F16, 2, 0.5f, 1, 0},
+            {11, 19, 23, 0, 0, 0, 1, TSR_F32, 1, 0, 5, 0},           /* batch */
+            {8, 48, 0, 0, 0, 0, 1, TSR_F32, 1, 0.5f, 1, 0},          /* k == 0 */
+            {17, 53, 700, 0, 1, 0, 1, TSR_BF16, 1, 0.5f, 2, 1},   /* bf16 C, K over several kc */
+            {9, 100, 300, 1, 0, 0, 2, TSR_F16, 1, 0, 1, 1},       /* f16 C */
         };
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
@@ -123,8 +129,8 @@ START_TEST(blocks_schedules_threads) {
                     ran++;
                 }
         /* the heuristic's schedule on skinny and square shapes */
-        const xcase dflt[] = {{1, 333, 517, 0, 0, 0, 4, TSR_F32, 1, 0, 1}, {16, 4100, 64, 0, 0, 0, 2, TSR_F32, 1, 1, 1},
-                              {200, 190, 300, 1, 1, 0, 1, TSR_F32, 1, 0, 1}};
+        const xcase dflt[] = {{1, 333, 517, 0, 0, 0, 4, TSR_F32, 1, 0, 1, 0}, {16, 4100, 64, 0, 0, 0, 2, TSR_F32, 1, 1, 1, 0},
+                              {200, 190, 300, 1, 1, 0, 1, TSR_F32, 1, 0, 1, 0}};
         for (size_t ci = 0; ci < 3; ci++) {
             tsr_problem p;
             memset(&p, 0, sizeof p);

@@ -53,8 +53,8 @@ static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
         tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s needs a CPU with its ISA", GEMM_NAME);
         return false;
     }
-    if (d->c_dtype != TSR_F32 || d->a_dtype == TSR_I8) {
-        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: f32 outputs from f32/f16/bf16 inputs only", GEMM_NAME);
+    if (d->a_dtype == TSR_I8 || (d->c_dtype != TSR_F32 && d->c_dtype != d->a_dtype)) {
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: f32 or f16/bf16 inputs, f32 or input-dtype outputs only", GEMM_NAME);
         return false;
     }
 #ifdef GEMM_BF16_DOT
@@ -109,7 +109,8 @@ static bool blis_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
 typedef struct job {
     const tsr_gemm_problem *g;
     const char *a, *b;
-    float *c;
+    float *c;   /* f32 C */
+    char *cn;   /* f16/bf16 C (one K block: partial sums never round to it) */
     int64_t batch_index;
     int64_t mc, kc, nc;
     bool pack_b;
@@ -276,13 +277,20 @@ static void store_tile(const job *j, vf acc[MR][NV], int64_t i0, int64_t mr, int
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
     const vf alpha = vf_set1(d->alpha), beta = vf_set1(d->beta);
+    const bool narrow = d->c_dtype != TSR_F32;
     for (int64_t i = 0; i < mr; i++) {
-        float *crow = j->c + (i0 + i) * d->ldc + j0;
+        float *crow = narrow ? NULL : j->c + (i0 + i) * d->ldc + j0;
         for (int v = 0; v < NV && v * VL < nr; v++) {
             int n = (int)(nr - v * VL < VL ? nr - v * VL : VL);
+            /* a narrow C goes through f32 lanes here (O(M N) conversions) */
+            float wide[VL];
+            const int64_t ci = (i0 + i) * d->ldc + j0 + v * VL;
+            if (narrow && d->beta != 0.0f)
+                for (int q = 0; q < n; q++) wide[q] = tsr_load_f(j->cn, d->c_dtype, ci + q);
+            const float *old = narrow ? wide : crow + v * VL;
             vf r = vf_mul(acc[i][v], alpha);
-            if (!first) r = vf_add(r, vf_load_n(crow + v * VL, n));
-            else if (d->beta != 0.0f) r = vf_fma(beta, vf_load_n(crow + v * VL, n), r);
+            if (!first) r = vf_add(r, vf_load_n(old, n));
+            else if (d->beta != 0.0f) r = vf_fma(beta, vf_load_n(old, n), r);
             if (last) {
                 int64_t row = i0 + i, col = j0 + v * VL;
                 for (int s = 0; s < d->epilogue.num_steps; s++) {
@@ -296,7 +304,12 @@ static void store_tile(const job *j, vf acc[MR][NV], int64_t i0, int64_t mr, int
                     else r = vf_activation(e->activation, r);
                 }
             }
-            vf_store_n(crow + v * VL, r, n);
+            if (narrow) {
+                vf_store(wide, r);
+                for (int q = 0; q < n; q++) tsr_store_f(j->cn, d->c_dtype, ci + q, wide[q]);
+            } else {
+                vf_store_n(crow + v * VL, r, n);
+            }
         }
     }
 }
@@ -473,6 +486,7 @@ static job job_for(const job *base, int64_t bt) {
     j.a = (const char *)g->a + (size_t)(bt * d->stride_a) * tsr_dtype_size(d->a_dtype);
     j.b = (const char *)g->b + (size_t)(bt * d->stride_b) * tsr_dtype_size(d->b_dtype);
     j.c = (float *)g->c + bt * d->stride_c;
+    j.cn = (char *)g->c + (size_t)(bt * d->stride_c) * tsr_dtype_size(d->c_dtype);
     j.batch_index = bt;
     return j;
 }
@@ -483,6 +497,11 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     job base = {.g = g, .mc = s->v[KNOB_MC], .kc = s->v[KNOB_KC], .nc = s->v[KNOB_NC],
                 .pack_b = s->v[KNOB_PACK_B] != 0};
     if (!base.pack_b && !can_skip_pack_b(d)) base.pack_b = true;
+    if (d->c_dtype != TSR_F32 && d->k > base.kc) { /* a narrow C takes the sum once: one K block, */
+        base.kc = d->k;                             /* B blocks of at most 8 Mi floats */
+        const int64_t most = ((int64_t)8 << 20) / d->k / NR * NR;
+        if (base.nc > most) base.nc = most > NR ? most : NR;
+    }
     const int64_t kc = d->k < base.kc ? (d->k > 0 ? d->k : 1) : base.kc;
     const int64_t nc = ((d->n < base.nc ? d->n : base.nc) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < base.mc ? d->m : base.mc) + MR - 1) / MR * MR;
