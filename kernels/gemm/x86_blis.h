@@ -202,10 +202,39 @@ static inline void micro_kernel(int64_t kc, const float *restrict ap, const floa
     }
 }
 #else
+/* 8 k of up to 8 rows of f32 A (rows lda apart) transposed into 8 panel
+ * columns of MR (<= 8) floats: dst[q * MR + i] = rows[i][q]. */
+static inline void transpose8(const float *a, int64_t lda, int rows, float *dst) {
+    __m256 r[8];
+    for (int i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(a + i * lda) : _mm256_setzero_ps();
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    __m256 c[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+                   _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+                   _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+                   _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+    if (MR == 8) {
+        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + q * MR, c[q]);
+    } else { /* MR < 8: the first MR lanes of each column */
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(MR), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + q * MR, keep, c[q]);
+    }
+}
+
 /* A(i, p) for rows [i0, i0+mr) and k in [p0, p0+kc) into an MR-row panel. */
 static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
-    for (int64_t p = 0; p < kc; p++) {
+    int64_t p = 0;
+    if (d->a_dtype == TSR_F32 && !d->trans_a) /* rows of A become columns: 8 k at a time */
+        for (const float *a = (const float *)j->a + i0 * d->lda + p0; p + 8 <= kc; p += 8)
+            transpose8(a + p, d->lda, (int)mr, dst + p * MR);
+    for (; p < kc; p++) {
         for (int64_t i = 0; i < mr; i++) {
             int64_t idx = d->trans_a ? (p0 + p) * d->lda + i0 + i : (i0 + i) * d->lda + p0 + p;
             dst[p * MR + i] = load_in(j->a, d->a_dtype, idx);
@@ -511,7 +540,15 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int nbuf = per_matrix ? nt : 1;
     float *buf = aligned_alloc(64, ((abuf + bbuf) * sizeof(float) * (size_t)nbuf + 63) / 64 * 64);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "%s: no memory for packing buffers", GEMM_NAME);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
+        for (int64_t bt = 0; bt < d->batch; bt++) {
+            job j = job_for(&base, bt);
+            gemm_one(&j, buf, buf + abuf, 0, 1);
+        }
+        free(buf);
+        return TSR_OK;
+    }
+#pragma omp parallel num_threads(nt)
     {
         int tid = omp_get_thread_num(), nth = omp_get_num_threads();
         if (per_matrix) { /* each thread owns whole matrices */
