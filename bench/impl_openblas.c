@@ -1,11 +1,16 @@
 /* OpenBLAS cblas_sgemm. */
 #include <cblas.h>
+#include <stdbool.h>
+#include <stdio.h>
 
 #include "impls.h"
 
 static bool init(int threads, char *why, size_t n) {
     (void)why, (void)n;
     openblas_set_num_threads(threads);
+    /* its run-time core choice (DYNAMIC_ARCH builds; OPENBLAS_CORETYPE overrides) */
+    static bool said;
+    if (!said) printf("openblas: %s kernels (%s)\n", openblas_get_corename(), openblas_get_config()), said = true;
     return true;
 }
 
