@@ -363,54 +363,62 @@ static float hsum(vf v) {
     return s;
 }
 
-enum { DOT_ROWS = 4, DOT_COLS = 3 }; /* 12 accumulators + 3 B vectors + 1 A vector */
+/* Tiles of the dot path: 4 rows x 3 columns (12 accumulators + 3 B vectors
+ * + 1 A vector), or for a single row (decode) 1 x 8, so that no FMA works
+ * on a duplicated row. */
+enum { DOT_MAX_ROWS = 4, DOT_MAX_COLS = 8 };
 
-/* Columns [jlo, jhi) of C as dot products of A's rows with B's stored rows:
- * B streams through once, whatever M. The scalar epilogue runs per output
- * (M*N values against M*N*K multiply-adds). */
-static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
+/* Rows [i0, i0+mr) x columns [j0, j0+nr) of C, an R x CC tile (constants
+ * after inlining) of dot products over K. */
+static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t i0, int mr, int64_t j0, int nr,
+                                                           const int R, const int CC) {
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
     const int64_t K = d->k, kfull = K / VL * VL;
     const float *A = (const float *)j->a, *B = (const float *)j->b;
-    /* column blocks outermost: their few B rows stay in L1/L2 while every
-     * group of A rows (all of A is small: M is skinny) passes over them */
-    for (int64_t j0 = jlo; j0 < jhi; j0 += DOT_COLS) {
-        const int nr = (int)(jhi - j0 < DOT_COLS ? jhi - j0 : DOT_COLS);
-        const float *brow[DOT_COLS];
-        for (int c = 0; c < DOT_COLS; c++) brow[c] = B + (j0 + (c < nr ? c : 0)) * d->ldb;
-        for (int64_t i0 = 0; i0 < d->m; i0 += DOT_ROWS) {
-            const int mr = (int)(d->m - i0 < DOT_ROWS ? d->m - i0 : DOT_ROWS);
-            const float *arow[DOT_ROWS];
-            for (int r = 0; r < DOT_ROWS; r++) arow[r] = A + (i0 + (r < mr ? r : 0)) * d->lda;
-            vf acc[DOT_ROWS][DOT_COLS];
-            for (int r = 0; r < DOT_ROWS; r++)
-                for (int c = 0; c < DOT_COLS; c++) acc[r][c] = vf_zero();
-            for (int64_t p = 0; p <= K - VL || (p < K && p == kfull); p += VL) {
-                const int n = p < kfull ? VL : (int)(K - p);
-                vf b[DOT_COLS];
-                for (int c = 0; c < DOT_COLS; c++) b[c] = vf_load_n(brow[c] + p, n);
-                for (int r = 0; r < DOT_ROWS; r++) {
-                    vf a = vf_load_n(arow[r] + p, n);
-                    for (int c = 0; c < DOT_COLS; c++) acc[r][c] = vf_fma(a, b[c], acc[r][c]);
-                }
-            }
-            /* reduced with constant indices, so the tile stays in registers */
-            float tot[DOT_ROWS][DOT_COLS];
-#pragma GCC unroll 4
-            for (int r = 0; r < DOT_ROWS; r++)
-#pragma GCC unroll 4
-                for (int c = 0; c < DOT_COLS; c++) tot[r][c] = hsum(acc[r][c]);
-            for (int r = 0; r < mr; r++)
-                for (int c = 0; c < nr; c++) {
-                    int64_t row = i0 + r, col = j0 + c;
-                    float *cp = j->c + row * d->ldc + col;
-                    float v = d->alpha * tot[r][c];
-                    if (d->beta != 0.0f) v += d->beta * *cp;
-                    *cp = tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? row : col, j->batch_index, row, col);
-                }
+    const float *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
+    for (int c = 0; c < CC; c++) brow[c] = B + (j0 + (c < nr ? c : 0)) * d->ldb;
+    for (int r = 0; r < R; r++) arow[r] = A + (i0 + (r < mr ? r : 0)) * d->lda;
+    vf acc[DOT_MAX_ROWS][DOT_MAX_COLS];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < CC; c++) acc[r][c] = vf_zero();
+    for (int64_t p = 0; p <= K - VL || (p < K && p == kfull); p += VL) {
+        const int n = p < kfull ? VL : (int)(K - p);
+        vf b[DOT_MAX_COLS];
+        for (int c = 0; c < CC; c++) b[c] = vf_load_n(brow[c] + p, n);
+        for (int r = 0; r < R; r++) {
+            vf a = vf_load_n(arow[r] + p, n);
+            for (int c = 0; c < CC; c++) acc[r][c] = vf_fma(a, b[c], acc[r][c]);
         }
     }
+    /* reduced with constant indices, so the tile stays in registers */
+    float tot[DOT_MAX_ROWS][DOT_MAX_COLS];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < CC; c++) tot[r][c] = hsum(acc[r][c]);
+    for (int r = 0; r < mr; r++)
+        for (int c = 0; c < nr; c++) {
+            int64_t row = i0 + r, col = j0 + c;
+            float *cp = j->c + row * d->ldc + col;
+            float v = d->alpha * tot[r][c];
+            if (d->beta != 0.0f) v += d->beta * *cp;
+            *cp = tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? row : col, j->batch_index, row, col);
+        }
+}
+
+/* Columns [jlo, jhi) of C as dot products of A's rows with B's stored rows:
+ * B streams through once, whatever M. The scalar epilogue runs per output
+ * (M*N values against M*N*K multiply-adds). Column blocks outermost: their
+ * few B rows stay in L1/L2 while every group of A rows (all of A is small:
+ * M is skinny) passes over them. */
+static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
+    const int64_t M = j->g->d.m;
+    if (M == 1) {
+        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) dot_tile(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8);
+        return;
+    }
+    for (int64_t j0 = jlo; j0 < jhi; j0 += 3)
+        for (int64_t i0 = 0; i0 < M; i0 += 4)
+            dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 3 ? jhi - j0 : 3), 4, 3);
 }
 
 enum { STREAM_ROWS = 4, STREAM_COLS = 1024 };
