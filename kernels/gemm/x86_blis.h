@@ -435,7 +435,30 @@ static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
     for (int64_t c0 = jlo; c0 < jhi; c0 += STREAM_COLS) {
         const int64_t nc = jhi - c0 < STREAM_COLS ? jhi - c0 : STREAM_COLS;
         for (int r = 0; r < mr; r++) memset(acc[r], 0, sizeof(float) * (size_t)nc);
-        for (int64_t p = 0; p < d->k; p++) {
+        /* four rows of B per pass over the accumulators: a quarter of the
+         * accumulator loads and stores (the L1 port limit here); then the
+         * last k % 4 rows one at a time */
+        int64_t p = 0;
+        for (; p + 4 <= d->k; p += 4) {
+            const float *brow[4];
+            vf a[STREAM_ROWS][4];
+            for (int q = 0; q < 4; q++) {
+                brow[q] = B + (p + q) * d->ldb + c0;
+                for (int r = 0; r < mr; r++)
+                    a[r][q] = vf_set1(load_in(j->a, d->a_dtype, d->trans_a ? (p + q) * d->lda + r : r * d->lda + p + q));
+            }
+            for (int64_t c = 0; c < nc; c += VL) {
+                const int n = (int)(nc - c < VL ? nc - c : VL);
+                vf b[4];
+                for (int q = 0; q < 4; q++) b[q] = vf_load_n(brow[q] + c, n);
+                for (int r = 0; r < mr; r++) {
+                    vf x = vf_load_n(acc[r] + c, n);
+                    for (int q = 0; q < 4; q++) x = vf_fma(a[r][q], b[q], x);
+                    vf_store_n(acc[r] + c, x, n);
+                }
+            }
+        }
+        for (; p < d->k; p++) {
             const float *brow = B + p * d->ldb + c0;
             vf a[STREAM_ROWS];
             for (int r = 0; r < mr; r++)
