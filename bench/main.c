@@ -221,6 +221,12 @@ int main(int argc, char **argv) {
 
     int want_dt[NUM_DT], any = 0;
     for (int dt = 0; dt < NUM_DT; dt++) any |= want_dt[dt] = !dtypes[0] || strstr(dtypes, dt_names[dt]) != NULL;
+    /* by default, int8 only where Tessera has a kernel for it (else the
+     * reference would run for minutes); asked for, it runs anyway */
+    if (!dtypes[0] && !peak_i8_available()) {
+        want_dt[DT_I8] = 0;
+        printf("skip i8: this CPU has no AVX-512 VNNI, Tessera's int8 GEMM would be the reference (--dtypes i8 runs it)\n");
+    }
     if (!any) return fprintf(stderr, "tessera-bench: --dtypes for the cpu GEMM: f32, bf16, i8, not '%s'\n", dtypes), 2;
     char name[192];
     snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
