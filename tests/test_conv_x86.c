@@ -104,6 +104,7 @@ static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const 
                        (long long)c->g, (int)c->fmt, (int)c->ffmt, tsr_dtype_name(c->dt), tsr_dtype_name(c->yt),
                        c->epi, (int)c->act, s->v[0], s->v[1], s->v[2], s->v[3], (long long)i, got, want, tol);
         }
+        fflush(stdout);
         ck_assert_msg(bad == 0, "%s: %lld outputs differ from the reference", k->name, (long long)bad);
         ran = 1;
     }
@@ -140,6 +141,11 @@ static const ccase cases[] = {
     {1, 12, 6, 6, 18, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_SILU},
     {3, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 3, 1, 9, 4, 1, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},
+    /* HWIO whose groups fill whole panels: read in place */
+    {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
+    {1, 6, 4, 4, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, TSR_NCHW, TSR_FILTER_HWIO, F32, EPI_RES, 0},
+    {1, 33, 3, 5, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES_INPLACE, 0},
 };
 
 START_TEST(shapes_schedules_threads) {

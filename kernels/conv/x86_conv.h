@@ -24,6 +24,7 @@
  * the only store of y (ukr_epilogue, shared with the GEMM); a residual that
  * is y itself is read just before the same thread overwrites it. */
 #include <omp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,8 @@ static void conv_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     while (pxb > 1 && ((tiles + pxb - 1) / pxb) * pblocks < want) pxb /= 2;
     s->v[KNOB_PXB] = pxb;
     s->v[KNOB_ORDER] = 0;
+    const char *e = getenv("TSR_CONV_SCHED"); /* EXPERIMENT */
+    if (e) sscanf(e, "%d,%d,%d,%d", &s->v[0], &s->v[1], &s->v[2], &s->v[3]);
 }
 
 static bool conv_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
@@ -155,9 +158,11 @@ static void pack_filter(const tsr_conv2d_desc *d, const void *w, float *dst) {
         float *panel = dst + gp * rsc * NR;
         if (ohwi_f32) { /* row k of the filter is [r][s][c]: one contiguous run */
             const float *src = (const float *)w + k0 * rsc;
-            for (int64_t j = 0; j < rsc; j++) {
-                for (int64_t kk = 0; kk < nk; kk++) panel[j * NR + kk] = src[kk * rsc + j];
-                for (int64_t kk = nk; kk < NR; kk++) panel[j * NR + kk] = 0.0f;
+            if (nk < NR) memset(panel, 0, sizeof(float) * (size_t)(rsc * NR));
+            for (int64_t j0 = 0; j0 < rsc; j0 += 16) { /* 16 columns of each row: whole lines read */
+                const int64_t j1 = j0 + 16 < rsc ? j0 + 16 : rsc;
+                for (int64_t kk = 0; kk < nk; kk++)
+                    for (int64_t j = j0; j < j1; j++) panel[j * NR + kk] = src[kk * rsc + j];
             }
             continue;
         }
@@ -184,11 +189,18 @@ static void pack_depthwise(const tsr_conv2d_desc *d, const void *w, float *dst) 
 
 /* ------------------------------------------------------------------ direct */
 
+/* An f32 HWIO filter ([r][s][c][k]) whose groups fill whole panels is read
+ * in place: its rows are the panels' rows, K apart (no per-call packing). */
+static bool filter_in_place(const tsr_conv2d_desc *d) {
+    return d->filter_format == TSR_FILTER_HWIO && d->w_dtype == TSR_F32 && (d->k / d->groups) % NR == 0;
+}
+
 typedef struct conv_job {
     const tsr_conv2d_desc *d;
     int64_t P, Q;
     const float *x;    /* NHWC, f32 */
-    const float *wp;   /* packed filter */
+    const float *wp;   /* packed filter, or an f32 HWIO filter read in place */
+    int64_t w_ld;      /* between consecutive (r, s, c) rows of a panel: NR packed, k in place */
     const float *zero; /* max(c, 1) zeros */
     void *y;           /* NHWC, d->y_dtype */
     const tsr_epilogue *epi;
@@ -222,7 +234,8 @@ static void direct_tile(const conv_job *j, const tile_geo *t, int64_t g, int64_t
     const tsr_conv2d_desc *d = j->d;
     const int64_t C = d->c, H = d->h, W = d->w, R = d->r, S = d->s, Cg = C / d->groups, Kg = d->k / d->groups;
     const int64_t dh = d->dilation_h, dw = d->dilation_w;
-    const float *wpan = j->wp + (g * panels_of(d) + kp) * R * S * Cg * NR;
+    const int64_t ld = j->w_ld;
+    const float *wpan = ld == NR ? j->wp + (g * panels_of(d) + kp) * R * S * Cg * NR : j->wp + g * Kg + kp * NR;
     const bool fuse_s = d->groups == 1 && dw == 1;
     vf acc[MR][NV];
     ukr_zero(acc);
@@ -241,7 +254,7 @@ static void direct_tile(const conv_job *j, const tile_geo *t, int64_t g, int64_t
         if (!any) continue;
         if (whole) { /* S taps x C channels: one run per pixel */
             for (int i = 0; i < MR; i++) rows[i] = j->x + (xrow[i] + t->iw[i]) * C;
-            ukr_fma(S * C, rows, 1, wpan + r * S * Cg * NR, NR, acc);
+            ukr_fma(S * C, rows, 1, wpan + r * S * Cg * ld, ld, acc);
             continue;
         }
         for (int64_t s = 0; s < S; s++) {
@@ -252,7 +265,7 @@ static void direct_tile(const conv_job *j, const tile_geo *t, int64_t g, int64_t
                 rows[i] = ok ? j->x + (xrow[i] + iw) * C + g * Cg : j->zero;
                 hit |= ok;
             }
-            if (hit) ukr_fma(Cg, rows, 1, wpan + (r * S + s) * Cg * NR, NR, acc);
+            if (hit) ukr_fma(Cg, rows, 1, wpan + (r * S + s) * Cg * ld, ld, acc);
         }
     }
     const int64_t kc0 = g * Kg + kp * NR, nk = Kg - kp * NR < NR ? Kg - kp * NR : NR;
@@ -357,13 +370,15 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     if (s->v[KNOB_ALGO] == ALGO_GEMM && is_1x1_gemm(cp)) return gemm_run(ctx, cp);
     const bool dw = s->v[KNOB_ALGO] == ALGO_DEPTHWISE && is_depthwise(d);
     const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
-    const int64_t wn = dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
+    const bool in_place = !dw && filter_in_place(d);
+    const int64_t wn = in_place ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 ? 0 : xn;
     float *buf = aligned_alloc(64, (size_t)((wn + zn + xs) * 4 + 63) / 64 * 64);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the packed filter", CONV_ARCH);
     float *zero = buf + wn, *xf = xs ? zero + zn : NULL;
     memset(zero, 0, sizeof(float) * (size_t)zn);
-    conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x, .wp = buf, .zero = zero,
+    conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x,
+                  .wp = in_place ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
                   .y = cp->y, .epi = &d->epilogue};
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     const int nt = tsr_threads_for(ctx, flops, 2e6);
@@ -371,7 +386,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     {
         if (xf) widen(cp->x, d->x_dtype, xf, xn);
         if (dw) pack_depthwise(d, cp->w, buf);
-        else pack_filter(d, cp->w, buf);
+        else if (!in_place) pack_filter(d, cp->w, buf);
 #pragma omp barrier
         if (dw) depthwise_run(&j);
         else direct_run(&j, s);
