@@ -70,7 +70,7 @@ static inline void vf_store_n_dtype(void *p, tsr_dtype t, int64_t i, vf v, int n
  * them: the bias at element bias_i of its vector (one value broadcast when
  * bias_bcast, else n consecutive), the residual at element
  * b * batch_stride + row * ld + col of its tensor (n consecutive). */
-static inline vf ukr_epilogue(const tsr_epilogue *e, vf r, int64_t bias_i, bool bias_bcast, int64_t b, int64_t row,
+static inline __attribute__((always_inline)) vf ukr_epilogue(const tsr_epilogue *e, vf r, int64_t bias_i, bool bias_bcast, int64_t b, int64_t row,
                               int64_t col, int n) {
     for (int s = 0; s < e->num_steps; s++) {
         const tsr_epilogue_step *st = &e->steps[s];
