@@ -24,7 +24,6 @@
  * the only store of y (ukr_epilogue, shared with the GEMM); a residual that
  * is y itself is read just before the same thread overwrites it. */
 #include <omp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -105,8 +104,6 @@ static void conv_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     while (pxb > 1 && ((tiles + pxb - 1) / pxb) * pblocks < want) pxb /= 2;
     s->v[KNOB_PXB] = pxb;
     s->v[KNOB_ORDER] = 0;
-    const char *e = getenv("TSR_CONV_SCHED"); /* EXPERIMENT */
-    if (e) sscanf(e, "%d,%d,%d,%d", &s->v[0], &s->v[1], &s->v[2], &s->v[3]);
 }
 
 static bool conv_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
