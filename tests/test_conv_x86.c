@@ -141,6 +141,10 @@ static const ccase cases[] = {
     {1, 12, 6, 6, 18, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_SILU},
     {3, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 3, 1, 9, 4, 1, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},
+    /* bf16 with even channels per group: the AVX512_BF16 dot-product path where the CPU has it */
+    {2, 16, 9, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 12, 7, 9, 18, 3, 3, 2, 1, 2, 0, 1, 1, 2, 1, 3, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {1, 6, 11, 10, 33, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
     /* HWIO whose groups fill whole panels: read in place */
     {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},

@@ -113,6 +113,63 @@ static bool conv_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
     return s->v[KNOB_ALGO] == ALGO_DIRECT && s->v[KNOB_OCB] >= 1 && s->v[KNOB_PXB] >= 1;
 }
 
+#ifdef CONV_BF16
+/* acc += A(MR x kc) * B(kc x NR) in bf16 pairs (vdpbf16ps, f32 sums): A rows
+ * are bf16 (kc even), B is packed [kc / 2][NR][2]. */
+static inline __attribute__((always_inline)) void ukr_dot_bf16(int64_t kc, const float *const rows[MR],
+                                                               const uint16_t *restrict bp, vf acc[MR][NV]) {
+    const uint16_t *r[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) r[i] = (const uint16_t *)(const void *)rows[i];
+    for (int64_t p = 0; p < kc; p += 2) {
+        __m512bh b[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + v * VL * 2));
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            uint32_t pair;
+            memcpy(&pair, r[i] + p, sizeof pair);
+            const __m512bh a = (__m512bh)_mm512_set1_epi32((int)pair);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
+        }
+    }
+}
+
+/* The bf16 filter as bf16 panels [g][panel][(r, s, c) / 2][NR][2], zero past k/groups. */
+static void pack_filter_bf16(const tsr_conv2d_desc *d, const void *w, uint16_t *dst) {
+    const int64_t G = d->groups, K = d->k, Kg = K / G, Cg = d->c / G, R = d->r, S = d->s;
+    const int64_t Kp = (Kg + NR - 1) / NR, rsc = R * S * Cg;
+    const uint16_t *src = w;
+#pragma omp for schedule(static)
+    for (int64_t gp = 0; gp < G * Kp; gp++) {
+        const int64_t g = gp / Kp, k0 = g * Kg + gp % Kp * NR;
+        const int64_t nk = Kg - gp % Kp * NR < NR ? Kg - gp % Kp * NR : NR;
+        uint16_t *panel = dst + gp * rsc * NR;
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t c = 0; c < Cg; c++) {
+                    const int64_t jj = (r * S + s) * Cg + c;
+                    uint16_t *row = panel + (jj / 2) * NR * 2 + (jj & 1);
+                    for (int64_t kk = 0; kk < NR; kk++)
+                        row[kk * 2] = kk < nk ? src[tsr_filter_offset(d->filter_format, k0 + kk, c, r, s, K, Cg, R, S)] : 0;
+                }
+    }
+}
+#endif
+
+/* The vdpbf16ps path: bf16 x and filter, channel pairs that never straddle
+ * a group or a pixel. */
+static bool use_bf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
+#ifdef CONV_BF16
+    return (ctx->cpu_features & TSR_CPU_AVX512BF16) && d->x_dtype == TSR_BF16 && d->w_dtype == TSR_BF16 &&
+           (d->c / d->groups) % 2 == 0;
+#else
+    (void)ctx, (void)d;
+    return false;
+#endif
+}
+
 /* ---------------------------------------------------------------- reorders */
 
 /* NCHW <-> NHWC for n images of c channels and hw pixels, elements of es
@@ -195,7 +252,8 @@ static bool filter_in_place(const tsr_conv2d_desc *d) {
 typedef struct conv_job {
     const tsr_conv2d_desc *d;
     int64_t P, Q;
-    const float *x;    /* NHWC, f32 */
+    const float *x;    /* NHWC, f32 (bf16 when bf) */
+    bool bf;           /* bf16 x and bf16 pair-interleaved panels (vdpbf16ps) */
     const float *wp;   /* packed filter, or an f32 HWIO filter read in place */
     int64_t w_ld;      /* between consecutive (r, s, c) rows of a panel: NR packed, k in place */
     const float *zero; /* max(c, 1) zeros */
@@ -227,12 +285,29 @@ static void tile_geometry(const conv_job *j, int64_t t0, int mr, tile_geo *t) {
     }
 }
 
-static void direct_tile(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
+/* Element e of x, and of the panels, as the pointers the micro-kernels take
+ * (bf16 data travels as float pointers and is read back as uint16_t). */
+#define ELEM(base, e, bf) ((bf) ? (const float *)((const uint16_t *)(const void *)(base) + (e)) : (base) + (e))
+
+static inline __attribute__((always_inline)) void tile_fma(int64_t kc, const float *const rows[MR], const float *bp,
+                                                            int64_t ld, bool bf, vf acc[MR][NV]) {
+#ifdef CONV_BF16
+    if (bf) {
+        ukr_dot_bf16(kc, rows, (const uint16_t *)(const void *)bp, acc);
+        return;
+    }
+#endif
+    (void)bf;
+    ukr_fma(kc, rows, 1, bp, ld, acc);
+}
+
+static inline __attribute__((always_inline)) void direct_tile(const conv_job *j, const tile_geo *t, int64_t g,
+                                                               int64_t kp, const bool bf) {
     const tsr_conv2d_desc *d = j->d;
     const int64_t C = d->c, H = d->h, W = d->w, R = d->r, S = d->s, Cg = C / d->groups, Kg = d->k / d->groups;
     const int64_t dh = d->dilation_h, dw = d->dilation_w;
     const int64_t ld = j->w_ld;
-    const float *wpan = ld == NR ? j->wp + (g * panels_of(d) + kp) * R * S * Cg * NR : j->wp + g * Kg + kp * NR;
+    const float *wpan = ld == NR ? ELEM(j->wp, (g * panels_of(d) + kp) * R * S * Cg * NR, bf) : j->wp + g * Kg + kp * NR;
     const bool fuse_s = d->groups == 1 && dw == 1;
     vf acc[MR][NV];
     ukr_zero(acc);
@@ -250,8 +325,8 @@ static void direct_tile(const conv_job *j, const tile_geo *t, int64_t g, int64_t
         }
         if (!any) continue;
         if (whole) { /* S taps x C channels: one run per pixel */
-            for (int i = 0; i < MR; i++) rows[i] = j->x + (xrow[i] + t->iw[i]) * C;
-            ukr_fma(S * C, rows, 1, wpan + r * S * Cg * ld, ld, acc);
+            for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, (xrow[i] + t->iw[i]) * C, bf);
+            tile_fma(S * C, rows, ELEM(wpan, r * S * Cg * ld, bf), ld, bf, acc);
             continue;
         }
         for (int64_t s = 0; s < S; s++) {
@@ -259,10 +334,10 @@ static void direct_tile(const conv_job *j, const tile_geo *t, int64_t g, int64_t
             for (int i = 0; i < MR; i++) {
                 const int64_t iw = t->iw[i] + s * dw;
                 const bool ok = rvalid[i] && iw >= 0 && iw < W;
-                rows[i] = ok ? j->x + (xrow[i] + iw) * C + g * Cg : j->zero;
+                rows[i] = ok ? ELEM(j->x, (xrow[i] + iw) * C + g * Cg, bf) : j->zero;
                 hit |= ok;
             }
-            if (hit) ukr_fma(Cg, rows, 1, wpan + (r * S + s) * Cg * ld, ld, acc);
+            if (hit) tile_fma(Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), ld, bf, acc);
         }
     }
     const int64_t kc0 = g * Kg + kp * NR, nk = Kg - kp * NR < NR ? Kg - kp * NR : NR;
@@ -274,6 +349,18 @@ static void direct_tile(const conv_job *j, const tile_geo *t, int64_t g, int64_t
             vf_store_n_dtype(j->y, d->y_dtype, yi, r, n);
         }
 }
+
+static void direct_tile_f32(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
+    direct_tile(j, t, g, kp, false);
+}
+
+#ifdef CONV_BF16
+static void direct_tile_bf16(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
+    direct_tile(j, t, g, kp, true);
+}
+#else
+#define direct_tile_bf16 direct_tile_f32 /* never reached: bf is only set where CONV_BF16 is */
+#endif
 
 static void direct_run(const conv_job *j, const tsr_schedule *s) {
     const tsr_conv2d_desc *d = j->d;
@@ -287,16 +374,17 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
         const int64_t t_lo = tb * pxb, t_hi = t_lo + pxb < tiles ? t_lo + pxb : tiles;
         const int64_t p_lo = pb * ocb, p_hi = p_lo + ocb < panels ? p_lo + ocb : panels;
         tile_geo geo;
+        void (*tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = j->bf ? direct_tile_bf16 : direct_tile_f32;
         if (s->v[KNOB_ORDER] == 0) {
             for (int64_t t = t_lo; t < t_hi; t++) {
                 tile_geometry(j, t * MR, (int)(pixels - t * MR < MR ? pixels - t * MR : MR), &geo);
-                for (int64_t p = p_lo; p < p_hi; p++) direct_tile(j, &geo, p / Kp, p % Kp);
+                for (int64_t p = p_lo; p < p_hi; p++) tile(j, &geo, p / Kp, p % Kp);
             }
         } else {
             for (int64_t p = p_lo; p < p_hi; p++)
                 for (int64_t t = t_lo; t < t_hi; t++) {
                     tile_geometry(j, t * MR, (int)(pixels - t * MR < MR ? pixels - t * MR : MR), &geo);
-                    direct_tile(j, &geo, p / Kp, p % Kp);
+                    tile(j, &geo, p / Kp, p % Kp);
                 }
         }
     }
@@ -419,14 +507,14 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     if (s->v[KNOB_ALGO] == ALGO_GEMM && is_1x1_gemm(cp)) return gemm_run(ctx, cp);
     const bool dw = s->v[KNOB_ALGO] == ALGO_DEPTHWISE && is_depthwise(d);
     const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
-    const bool in_place = !dw && filter_in_place(d);
+    const bool in_place = !dw && filter_in_place(d), bf = !dw && use_bf16(ctx, d);
     const int64_t wn = in_place ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
-    const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 ? 0 : xn;
+    const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf ? 0 : xn;
     float *buf = aligned_alloc(64, (size_t)((wn + zn + xs) * 4 + 63) / 64 * 64);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the packed filter", CONV_ARCH);
     float *zero = buf + wn, *xf = xs ? zero + zn : NULL;
     memset(zero, 0, sizeof(float) * (size_t)zn);
-    conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x,
+    conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x, .bf = bf,
                   .wp = in_place ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
                   .y = cp->y, .epi = &d->epilogue};
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
@@ -435,6 +523,9 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     {
         if (xf) widen(cp->x, d->x_dtype, xf, xn);
         if (dw) pack_depthwise(d, cp->w, buf);
+#ifdef CONV_BF16
+        else if (bf) pack_filter_bf16(d, cp->w, (uint16_t *)buf);
+#endif
         else if (!in_place) pack_filter(d, cp->w, buf);
 #pragma omp barrier
         if (dw) depthwise_run(&j);
