@@ -146,6 +146,16 @@ static void pack_filter_bf16(const tsr_conv2d_desc *d, const void *w, uint16_t *
         const int64_t g = gp / Kp, k0 = g * Kg + gp % Kp * NR;
         const int64_t nk = Kg - gp % Kp * NR < NR ? Kg - gp % Kp * NR : NR;
         uint16_t *panel = dst + gp * rsc * NR;
+        if (d->filter_format == TSR_FILTER_OHWI) { /* row k is [r][s][c]: channel pairs are 32-bit words */
+            if (nk < NR) memset(panel, 0, sizeof(uint16_t) * (size_t)(rsc * NR));
+            for (int64_t p0 = 0; p0 < rsc / 2; p0 += 16)
+                for (int64_t kk = 0; kk < nk; kk++) {
+                    const uint16_t *row = src + (k0 + kk) * rsc;
+                    for (int64_t p = p0; p < p0 + 16 && p < rsc / 2; p++)
+                        memcpy(panel + (p * NR + kk) * 2, row + 2 * p, 2 * sizeof(uint16_t));
+                }
+            continue;
+        }
         for (int64_t r = 0; r < R; r++)
             for (int64_t s = 0; s < S; s++)
                 for (int64_t c = 0; c < Cg; c++) {
