@@ -4,17 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int shapes_read_gemm(const char *name, const char *dir, gemm_shape **out) {
+/* `name` as a path, else the set <dir>/<op>_<name>.txt; NULL with a message. */
+static FILE *open_set(const char *name, const char *dir, const char *op) {
     char path[1024];
     FILE *f = fopen(name, "r");
     if (!f) {
-        snprintf(path, sizeof path, "%s/gemm_%s.txt", dir, name);
+        snprintf(path, sizeof path, "%s/%s_%s.txt", dir, op, name);
         f = fopen(path, "r");
     }
-    if (!f) {
-        fprintf(stderr, "tessera-bench: no shape set '%s' (not a file, nor %s/gemm_%s.txt)\n", name, dir, name);
-        return -1;
-    }
+    if (!f) fprintf(stderr, "tessera-bench: no %s shape set '%s' (not a file, nor %s/%s_%s.txt)\n", op, name, dir, op, name);
+    return f;
+}
+
+int shapes_read_gemm(const char *name, const char *dir, gemm_shape **out) {
+    FILE *f = open_set(name, dir, "gemm");
+    if (!f) return -1;
     int n = 0, cap = 16, line_no = 0;
     gemm_shape *v = malloc(sizeof *v * (size_t)cap);
     char line[512];
@@ -80,16 +84,8 @@ int shapes_read_attention(const char *path, attn_shape **out) {
 }
 
 int shapes_read_conv(const char *name, const char *dir, conv_shape **out) {
-    char path[1024];
-    FILE *f = fopen(name, "r");
-    if (!f) {
-        snprintf(path, sizeof path, "%s/conv_%s.txt", dir, name);
-        f = fopen(path, "r");
-    }
-    if (!f) {
-        fprintf(stderr, "tessera-bench: no conv shape set '%s' (not a file, nor %s/conv_%s.txt)\n", name, dir, name);
-        return -1;
-    }
+    FILE *f = open_set(name, dir, "conv");
+    if (!f) return -1;
     int n = 0, cap = 32, line_no = 0;
     conv_shape *v = malloc(sizeof *v * (size_t)cap);
     char line[512];

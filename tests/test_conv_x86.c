@@ -215,12 +215,54 @@ START_TEST(front_and_errors) {
 }
 END_TEST
 
+/* supports() follows the context's ISA bits: without AVX-512 only the AVX2
+ * kernel takes a problem; without AVX512_BF16 the AVX-512 kernel takes bf16
+ * through f32 conversion, and still matches the reference. */
+START_TEST(isa_gating) {
+    tsr_context *ctx = NULL, *ref = tt_ref_context();
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    const tsr_kernel *k512 = tsr_registry_find("conv2d.x86_avx512.f32"), *k2 = tsr_registry_find("conv2d.x86_avx2.f32");
+    ck_assert_ptr_nonnull(k512);
+    ck_assert_ptr_nonnull(k2);
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_CONV2D;
+    tsr_conv2d_desc_init(&p.u.conv.d);
+    const uint32_t had = ctx->cpu_features;
+    char why[160] = "";
+    ctx->cpu_features = TSR_CPU_AVX2 | TSR_CPU_FMA | TSR_CPU_F16C;
+    ck_assert(!k512->supports(&p, ctx, why, sizeof why));
+    ck_assert_msg(strstr(why, "needs a CPU with its ISA"), "%s", why);
+    ck_assert(k2->supports(&p, ctx, why, sizeof why) == ((had & ctx->cpu_features) == ctx->cpu_features));
+    ctx->cpu_features = had & ~TSR_CPU_AVX512BF16;
+    if (k512->supports(&p, ctx, why, sizeof why)) {
+        const ccase c = {2, 16, 9, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16,
+                         EPI_ALL, TSR_ACT_RELU};
+        tsr_schedule s;
+        memset(&s, 0, sizeof s);
+        tsr_problem q;
+        memset(&q, 0, sizeof q);
+        q.op = TSR_OP_CONV2D;
+        desc_of(&c, &q.u.conv.d);
+        tsr_conv2d_output_shape(&q.u.conv.d, &q.u.conv.p, &q.u.conv.q);
+        k512->default_schedule(&q, ctx, &s);
+        ck_assert_int_eq(check(ctx, ref, k512, &c, &s), 1);
+    } else {
+        printf("SKIP conv_x86: isa_gating: this CPU has no AVX-512\n");
+    }
+    ctx->cpu_features = had;
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("conv_x86");
     TCase *tc = tcase_create("x86");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, shapes_schedules_threads);
     tcase_add_test(tc, front_and_errors);
+    tcase_add_test(tc, isa_gating);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }
