@@ -156,6 +156,14 @@ static void pack_filter_bf16(const tsr_conv2d_desc *d, const void *w, uint16_t *
                 }
             continue;
         }
+        if (d->filter_format == TSR_FILTER_HWIO) { /* row (r, s, c) holds k contiguously */
+            for (int64_t jj = 0; jj < rsc; jj++) {
+                const uint16_t *row = src + jj * K + k0;
+                uint16_t *out = panel + (jj / 2) * NR * 2 + (jj & 1);
+                for (int64_t kk = 0; kk < NR; kk++) out[kk * 2] = kk < nk ? row[kk] : 0;
+            }
+            continue;
+        }
         for (int64_t r = 0; r < R; r++)
             for (int64_t s = 0; s < S; s++)
                 for (int64_t c = 0; c < Cg; c++) {
