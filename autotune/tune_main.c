@@ -38,11 +38,13 @@ static const char usage[] =
     "  --backend NAME      cpu (default), cuda, hip or opencl\n"
     "  --device N          device index within the backend (default 0)\n"
     "  --threads N         CPU worker threads (default: every core)\n"
-    "  --op NAME           the operation to tune: gemm (default) or attention\n"
+    "  --op NAME           the operation to tune: gemm (default), conv or attention\n"
     "  --dtype T[:C]       input dtype, optionally the output's: f32 (default), f16, bf16,\n"
     "                      f16:f32, bf16:f32, i8 (output i32)\n"
     "  --shapes FILE       a shape file (gemm: lines `m n k [NN|NT|TN|TT]`; attention: lines\n"
     "                      `batch heads_q heads_kv seq_q seq_kv head_dim [none|top_left|bottom_right]`;\n"
+    "                      conv: lines `name c h w k r s stride pad groups` at batch 1, or a set\n"
+    "                      name (resnet50, mobilenetv2_dw);\n"
     "                      # comments), or a set\n"
     "                      name (square, llama, skinny, quick) from\n"
     "                      " TSR_SHAPES_INSTALL_DIR "\n"
@@ -194,8 +196,8 @@ static int parse_args(int argc, char **argv, cli *c) {
         fprintf(stderr, "tessera-tune: --show and --verify are separate runs\n");
         return EXIT_USAGE;
     }
-    if (strcmp(c->op, "gemm") != 0 && strcmp(c->op, "attention") != 0) {
-        fprintf(stderr, "tessera-tune: --op %s: gemm and attention have tuning workloads so far\n", c->op);
+    if (strcmp(c->op, "gemm") != 0 && strcmp(c->op, "attention") != 0 && strcmp(c->op, "conv") != 0) {
+        fprintf(stderr, "tessera-tune: --op %s: gemm, conv and attention have tuning workloads so far\n", c->op);
         return EXIT_SETUP;
     }
     const char *colon = strchr(c->dtype, ':');
@@ -268,17 +270,35 @@ static const attn_shape quick_attention[] = {
     {1, 32, 8, 1, 4096, 128, TSR_CAUSAL_NONE},  {1, 32, 8, 8, 2048, 128, TSR_CAUSAL_BOTTOM_RIGHT},
 };
 
+/* Conv shapes (batch 1): a 3x3, a 1x1, a stride-2 stem and a depthwise layer. */
+static const conv_shape quick_conv[] = {
+    {"res3_3x3", 128, 28, 28, 128, 3, 3, 1, 1, 1, 0}, {"res4_1x1", 1024, 14, 14, 256, 1, 1, 1, 0, 1, 0},
+    {"stem", 3, 224, 224, 64, 7, 7, 2, 3, 1, 0},       {"dw", 144, 56, 56, 144, 3, 3, 1, 1, 144, 0},
+};
+
 /* The shapes of one run, of the op being tuned. */
 typedef struct shape_set {
     int n;
     gemm_shape *gemm;
     attn_shape *attention;
+    conv_shape *conv;
 } shape_set;
 
 static int load_shapes(const cli *c, gemm_shape **out);
 
 static int load_set(const cli *c, shape_set *set) {
     memset(set, 0, sizeof *set);
+    if (strcmp(c->op, "conv") == 0) {
+        if (c->shapes) {
+            struct stat st;
+            const char *dir = stat(TSR_SHAPES_INSTALL_DIR, &st) == 0 ? TSR_SHAPES_INSTALL_DIR : TSR_SHAPES_DIR;
+            return set->n = shapes_read_conv(c->shapes, dir, &set->conv);
+        }
+        set->conv = malloc(sizeof quick_conv);
+        if (!set->conv) return set->n = -1;
+        memcpy(set->conv, quick_conv, sizeof quick_conv);
+        return set->n = (int)(sizeof quick_conv / sizeof quick_conv[0]);
+    }
     if (strcmp(c->op, "attention") != 0) return set->n = load_shapes(c, &set->gemm);
     if (c->shapes) return set->n = shapes_read_attention(c->shapes, &set->attention);
     set->attention = malloc(sizeof quick_attention);
@@ -287,7 +307,7 @@ static int load_set(const cli *c, shape_set *set) {
     return set->n = (int)(sizeof quick_attention / sizeof quick_attention[0]);
 }
 
-static void free_set(shape_set *set) { free(set->gemm), free(set->attention); }
+static void free_set(shape_set *set) { free(set->gemm), free(set->attention), free(set->conv); }
 
 static int load_shapes(const cli *c, gemm_shape **out) {
     if (c->quick && !c->shapes) {
@@ -304,6 +324,13 @@ static int load_shapes(const cli *c, gemm_shape **out) {
 
 static void shape_label(const shape_set *set, int i, const cli *c, char *out, size_t n) {
     static const char *const causal[] = {"none", "top_left", "bottom_right"};
+    if (set->conv) {
+        const conv_shape *v = &set->conv[i];
+        snprintf(out, n, "conv %s %s c%lld %lldx%lld k%lld %lldx%lld s%lld p%lld g%lld", c->dtype, v->name,
+                 (long long)v->c, (long long)v->h, (long long)v->w, (long long)v->k, (long long)v->r, (long long)v->s,
+                 (long long)v->stride, (long long)v->pad, (long long)v->groups);
+        return;
+    }
     if (set->attention) {
         const attn_shape *a = &set->attention[i];
         snprintf(out, n, "attention %s b%lld h%lld/%lld sq%lld skv%lld d%lld %s", c->dtype, (long long)a->b,
@@ -317,6 +344,10 @@ static void shape_label(const shape_set *set, int i, const cli *c, char *out, si
 }
 
 static tsr_status shape_workload(const shape_set *set, int i, const cli *c, tsr_workload *w) {
+    if (set->conv) { /* batch 1, as the shape files carry no batch */
+        const conv_shape *v = &set->conv[i];
+        return tsr_workload_conv(w, 1, v->c, v->h, v->w, v->k, v->r, v->s, v->stride, v->pad, v->groups, c->ab);
+    }
     if (set->attention) {
         const attn_shape *a = &set->attention[i];
         return tsr_workload_attention(w, a->b, a->hq, a->hkv, a->sq, a->skv, a->d, (tsr_causal)a->causal, c->ab);

@@ -45,6 +45,9 @@ tsr_status tsr_workload_gemm(tsr_workload *w, int64_t m, int64_t n, int64_t k, i
 /* Attention on contiguous BHSD tensors, no mask, no lse, the default scale. */
 tsr_status tsr_workload_attention(tsr_workload *w, int64_t batch, int64_t heads_q, int64_t heads_kv, int64_t seq_q,
                                   int64_t seq_kv, int64_t head_dim, tsr_causal causal, tsr_dtype t);
+/* conv2d: NHWC x, OHWI filter, square stride and pads, no epilogue. */
+tsr_status tsr_workload_conv(tsr_workload *w, int64_t n, int64_t c, int64_t h, int64_t wd, int64_t k, int64_t r,
+                             int64_t s, int64_t stride, int64_t pad, int64_t groups, tsr_dtype t);
 /* The workload for a table record: GEMM without epilogue, or attention
  * without mask or lse. */
 tsr_status tsr_workload_from_record(tsr_workload *w, const tsr_table_rec_view *v);

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "bench_attention.h"
+#include "bench_conv.h"
 #include "bench_lookup.h"
 #include "bench_rowwise.h"
 #include "gbench_shim.h"
@@ -69,14 +70,17 @@ static void bench_peak_i8(gb_state *st, void *arg) {
 }
 
 static void usage(void) {
-    puts("usage: tessera-bench [--op gemm|attention|rowwise|lookup] [--backend cpu|cuda] [--shapes NAME|FILE]...\n"
+    puts("usage: tessera-bench [--op gemm|conv|attention|rowwise|lookup] [--backend cpu|cuda] [--shapes NAME|FILE]...\n"
          "                     [--impl tessera,onednn,openblas]\n"
          "                     [--threads N] [--dtypes LIST] [--summary] [--json FILE] [--quick]\n"
          "                     [Google Benchmark flags]\n"
          "  --op       gemm (default), or attention: fused attention vs the unfused sgemm + softmax +\n"
          "             sgemm path, decode vs memcpy bandwidth (CPU); or rowwise: softmax and norms\n"
-         "             vs memcpy of the same bytes (CPU); or lookup: the tuning table's cost per\n"
-         "             lookup (exact, nearest, miss; 16..16384 records) and per tsr_gemm call\n"
+         "             vs memcpy of the same bytes (CPU); or conv: conv2d NHWC with fused bias/residual/relu\n"
+         "             vs oneDNN's convolution (fixed OHWI weights and prepacked `any`), f32 and bf16,\n"
+         "             batch 1 and 32 (--quick: 1) on the sets resnet50 and mobilenetv2_dw (CPU); or\n"
+         "             lookup: the tuning table's cost per lookup (exact, nearest, miss; 16..16384\n"
+         "             records) and per tsr_gemm call\n"
          "  --backend  cpu (default): against oneDNN and OpenBLAS; cuda: against cuBLAS and cuBLASLt,\n"
          "             with the GPU's mma.sync/FMA peaks and copy bandwidth measured in the same run\n"
          "  --shapes   a set in bench/shapes (square, skinny, llama, quick, gpu_square) or a file;\n"
@@ -171,7 +175,7 @@ int main(int argc, char **argv) {
     int cuda = !strcmp(backend, "cuda");
     if (!cuda && strcmp(backend, "cpu"))
         return fprintf(stderr, "tessera-bench: --backend must be cpu or cuda, not '%s'\n", backend), 2;
-    if (nsets == 0) {
+    if (nsets == 0 && strcmp(op, "conv")) {
         if (quick) sets[nsets++] = "quick";
         else if (cuda) sets[nsets++] = "gpu_square", sets[nsets++] = "llama";
         else sets[nsets++] = "square", sets[nsets++] = "skinny", sets[nsets++] = "llama";
@@ -180,6 +184,10 @@ int main(int argc, char **argv) {
     if (!strcmp(op, "attention")) {
         if (cuda) return fprintf(stderr, "tessera-bench: --op attention runs on the CPU backend only so far\n"), 2;
         return attention_suite_main(threads, quick, summary);
+    }
+    if (!strcmp(op, "conv")) {
+        if (cuda) return fprintf(stderr, "tessera-bench: --op conv runs on the CPU backend only so far\n"), 2;
+        return conv_suite_main(sets, nsets, threads, quick, summary, dtypes[0] ? dtypes : "f32,bf16");
     }
     if (!strcmp(op, "rowwise")) {
         if (cuda) return fprintf(stderr, "tessera-bench: --op rowwise runs on the CPU backend only so far\n"), 2;
@@ -190,7 +198,7 @@ int main(int argc, char **argv) {
         return lookup_suite_main(quick);
     }
     if (strcmp(op, "gemm"))
-        return fprintf(stderr, "tessera-bench: --op must be gemm, attention, rowwise or lookup, not '%s'\n", op), 2;
+        return fprintf(stderr, "tessera-bench: --op must be gemm, conv, attention, rowwise or lookup, not '%s'\n", op), 2;
     if (cuda) {
 #ifdef TSR_BENCH_CUDA
         return cuda_suite_main(sets, nsets, quick, summary, dtypes[0] ? dtypes : "f16,bf16,f32");

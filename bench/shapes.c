@@ -4,17 +4,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-int shapes_read_gemm(const char *name, const char *dir, gemm_shape **out) {
+/* `name` as a path, else the set <dir>/<op>_<name>.txt; NULL with a message. */
+static FILE *open_set(const char *name, const char *dir, const char *op) {
     char path[1024];
     FILE *f = fopen(name, "r");
     if (!f) {
-        snprintf(path, sizeof path, "%s/gemm_%s.txt", dir, name);
+        snprintf(path, sizeof path, "%s/%s_%s.txt", dir, op, name);
         f = fopen(path, "r");
     }
-    if (!f) {
-        fprintf(stderr, "tessera-bench: no shape set '%s' (not a file, nor %s/gemm_%s.txt)\n", name, dir, name);
-        return -1;
-    }
+    if (!f) fprintf(stderr, "tessera-bench: no %s shape set '%s' (not a file, nor %s/%s_%s.txt)\n", op, name, dir, op, name);
+    return f;
+}
+
+int shapes_read_gemm(const char *name, const char *dir, gemm_shape **out) {
+    FILE *f = open_set(name, dir, "gemm");
+    if (!f) return -1;
     int n = 0, cap = 16, line_no = 0;
     gemm_shape *v = malloc(sizeof *v * (size_t)cap);
     char line[512];
@@ -72,6 +76,41 @@ int shapes_read_attention(const char *path, attn_shape **out) {
         }
         if (n == cap) v = realloc(v, sizeof *v * (size_t)(cap *= 2));
         if (v) v[n++] = (attn_shape){x[0], x[1], x[2], x[3], x[4], x[5], causal};
+    }
+    fclose(f);
+    if (!v) return -1;
+    *out = v;
+    return n;
+}
+
+int shapes_read_conv(const char *name, const char *dir, conv_shape **out) {
+    FILE *f = open_set(name, dir, "conv");
+    if (!f) return -1;
+    int n = 0, cap = 32, line_no = 0;
+    conv_shape *v = malloc(sizeof *v * (size_t)cap);
+    char line[512];
+    while (v && fgets(line, sizeof line, f)) {
+        line_no++;
+        char *hash = strchr(line, '#');
+        if (hash) *hash = '\0';
+        conv_shape c;
+        memset(&c, 0, sizeof c);
+        long long x[9];
+        char res[8] = "";
+        int got = sscanf(line, "%31s %lld %lld %lld %lld %lld %lld %lld %lld %lld %7s", c.name, &x[0], &x[1], &x[2],
+                         &x[3], &x[4], &x[5], &x[6], &x[7], &x[8], res);
+        if (got <= 0) continue;
+        if (got < 10 || x[0] < 1 || x[1] < 1 || x[2] < 1 || x[3] < 1 || x[4] < 1 || x[5] < 1 || x[6] < 1 || x[7] < 0 ||
+            x[8] < 1 || (got == 11 && strcmp(res, "res"))) {
+            fprintf(stderr, "tessera-bench: %s:%d: expected `name c h w k r s stride pad groups [res]`\n", name, line_no);
+            free(v);
+            fclose(f);
+            return -1;
+        }
+        c.c = x[0], c.h = x[1], c.w = x[2], c.k = x[3], c.r = x[4], c.s = x[5], c.stride = x[6], c.pad = x[7];
+        c.groups = x[8], c.residual = got == 11;
+        if (n == cap) v = realloc(v, sizeof *v * (size_t)(cap *= 2));
+        if (v) v[n++] = c;
     }
     fclose(f);
     if (!v) return -1;

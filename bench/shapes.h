@@ -25,4 +25,17 @@ typedef struct attn_shape {
  * malloc'd *out, or -1 with a message on stderr. */
 int shapes_read_attention(const char *path, attn_shape **out);
 
+/* Conv lines: `name c h w k r s stride pad groups [res]` (square filters,
+ * equal pads, NHWC; `res` adds a residual to the fused epilogue; the batch
+ * sizes come from the command line). */
+typedef struct conv_shape {
+    char name[32];
+    int64_t c, h, w, k, r, s, stride, pad, groups;
+    int residual;
+} conv_shape;
+
+/* Reads `name` (a path, or <dir>/conv_<name>.txt). Returns the count (>= 0)
+ * into a malloc'd *out, or -1 with a message on stderr. */
+int shapes_read_conv(const char *name, const char *dir, conv_shape **out);
+
 #endif

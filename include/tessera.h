@@ -231,6 +231,9 @@ typedef enum tsr_filter_format {
     TSR_FILTER_OIHW = 1, /* [K][C/groups][R][S], the NCHW companion */
     TSR_FILTER_HWIO = 2  /* [R][S][C/groups][K] */
 } tsr_filter_format;
+/* On x86 an f32 HWIO filter whose K/groups is a multiple of 32 (16 on AVX2-only
+ * CPUs) is read in place; other filters are packed inside every call. Keeping
+ * weights in HWIO is the way to pay no per-call filter packing. */
 
 /*
  * y = epilogue(conv2d(x, w)); cross-correlation as in every framework.

@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../arch/x86_avx512/vdtype.h"
 #include "internal.h"
 
 #define NR (NV * VL)
 #ifndef GEMM_NAME
 #define GEMM_NAME "gemm." GEMM_ARCH ".f32"
 #endif
+#include "x86_ukernel.h"
 
 enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PACK_B, KNOB_BATCH_PAR };
 
@@ -273,27 +275,13 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
     }
 }
 
-/* acc += A-panel (MR x kc, packed) * B (kc x NR, rows ldb apart). */
+/* acc = A-panel (MR x kc, packed) * B (kc x NR, rows ldb apart). */
 static inline void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb,
                                 vf acc[MR][NV]) {
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[i][v] = vf_zero();
-    for (int64_t p = 0; p < kc; p++) {
-        vf b[NV];
-        /* B read in place has rows pages apart: the hardware prefetcher
-         * stops at page boundaries, so fetch a few rows ahead ourselves. */
-        if (ldb != NR) _mm_prefetch((const char *)(bp + (p + 12) * ldb), _MM_HINT_T0);
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) b[v] = vf_load(bp + p * ldb + v * VL);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
-            vf a = vf_set1(ap[p * MR + i]);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
-        }
-    }
+    const float *rows[MR];
+    for (int i = 0; i < MR; i++) rows[i] = ap + i;
+    ukr_zero(acc);
+    ukr_fma(kc, rows, MR, bp, ldb, acc);
 }
 
 #endif /* GEMM_BF16_DOT */
@@ -322,16 +310,8 @@ static void store_tile(const job *j, vf acc[MR][NV], int64_t i0, int64_t mr, int
             else if (d->beta != 0.0f) r = vf_fma(beta, vf_load_n(old, n), r);
             if (last) {
                 int64_t row = i0 + i, col = j0 + v * VL;
-                for (int s = 0; s < d->epilogue.num_steps; s++) {
-                    const tsr_epilogue_step *e = &d->epilogue.steps[s];
-                    if (e->op == TSR_EPI_BIAS)
-                        r = vf_add(r, g->bias_along_m ? vf_set1(((const float *)e->data)[row])
-                                                      : vf_load_n((const float *)e->data + col, n));
-                    else if (e->op == TSR_EPI_RESIDUAL)
-                        r = vf_fma(vf_set1(e->scale),
-                                   vf_load_n((const float *)e->data + j->batch_index * e->batch_stride + row * e->ld + col, n), r);
-                    else r = vf_activation(e->activation, r);
-                }
+                r = ukr_epilogue(&d->epilogue, r, g->bias_along_m ? row : col, g->bias_along_m, j->batch_index,
+                                 row, col, n);
             }
             if (narrow) {
                 vf_store(wide, r);

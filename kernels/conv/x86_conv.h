@@ -1,0 +1,600 @@
+/* conv2d forward on x86, written once over the simd.h vector names and
+ * instantiated per ISA by kernels/conv/x86_avx2.c and x86_avx512.c (which
+ * define MR, NV, CONV_ARCH, CONV_FEATURES and CONV_SYMBOL first).
+ *
+ * NHWC is the working layout. Three algorithms, a schedule knob picks one:
+ *  - direct (brgemm-style): the filter is packed per call into
+ *    [group][K/NR panel][R][S][C/groups][NR] f32 panels (f16/bf16 converted
+ *    while packing); a tile of MR output pixels (consecutive in the
+ *    flattened n*p*q order, so 7x7 outputs waste little) by NR output
+ *    channels stays in registers while the GEMM micro-kernel (x86_ukernel.h)
+ *    runs over the taps and channels. Each pixel's A row points into x
+ *    itself: no im2col, no padded copy. A tap that falls into the padding
+ *    points at a row of zeros; where every pixel of the tile sees a whole
+ *    filter row and groups == 1 with dilation_w 1, the S taps of that row are
+ *    one contiguous run of S*C values and one micro-kernel call.
+ *  - 1x1-GEMM: a 1x1, stride 1, unpadded NHWC convolution is the GEMM
+ *    [n*h*w, c] x [c, k]; it is handed to tsr_gemm with the epilogue.
+ *  - depthwise (groups == c == k): vectorised over channels (contiguous in
+ *    NHWC), MR output pixels along the width by NR channels in registers.
+ * Grouped convolutions run the direct kernel per group. NCHW inputs are
+ * reordered into NHWC scratch (and the output back), f16/bf16 activations
+ * converted into f32 scratch, all inside the call and so inside its time.
+ * The epilogue (bias, activation, residual) runs on the accumulators before
+ * the only store of y (ukr_epilogue, shared with the GEMM); a residual that
+ * is y itself is read just before the same thread overwrites it. */
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../arch/x86_avx512/vdtype.h"
+#include "layout.h"
+
+#define NR (NV * VL)
+#include "../gemm/x86_ukernel.h"
+
+enum { KNOB_ALGO, KNOB_OCB, KNOB_PXB, KNOB_ORDER };
+enum { ALGO_DIRECT = 0, ALGO_GEMM = 1, ALGO_DEPTHWISE = 2 };
+
+static const int algo_values[] = {ALGO_DIRECT, ALGO_GEMM, ALGO_DEPTHWISE};
+static const int ocb_values[] = {1, 2, 4, 8, 16};
+static const int pxb_values[] = {1, 2, 4, 8, 16, 32};
+static const int order_values[] = {0, 1};
+
+/* algo: the algorithm; ocb: NR-wide output-channel panels per work item;
+ * pxb: MR-pixel tiles per work item; order: 0 = tiles outer (a tile's input
+ * rows stay in L1 across the panels), 1 = panels outer (a panel's weights
+ * stay in L1/L2 across the tiles). */
+static const tsr_knob conv_knobs[] = {
+    {"algo", 3, algo_values}, {"ocb", 5, ocb_values}, {"pxb", 6, pxb_values}, {"order", 2, order_values},
+};
+
+static bool is_depthwise(const tsr_conv2d_desc *d) { return d->groups == d->c && d->k == d->c && d->c > 1; }
+
+static bool is_1x1_gemm(const tsr_conv2d_problem *cp) {
+    const tsr_conv2d_desc *d = &cp->d;
+    if (d->r != 1 || d->s != 1 || d->stride_h != 1 || d->stride_w != 1 || d->groups != 1 || d->pad_top ||
+        d->pad_bottom || d->pad_left || d->pad_right || d->y_dtype != TSR_F32)
+        return false;
+    for (int i = 0; i < d->epilogue.num_steps; i++) {
+        const tsr_epilogue_step *e = &d->epilogue.steps[i];
+        if (e->data && e->dtype != TSR_F32) return false;
+        /* the GEMM stores partial sums between K blocks: no in-place residual */
+        if (e->op == TSR_EPI_RESIDUAL && cp->y &&
+            tsr_ranges_overlap(cp->y, d->n * d->h * d->w * d->k * 4, e->data, d->n * d->h * d->w * d->k * 4))
+            return false;
+    }
+    return true;
+}
+
+static bool conv_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
+    const tsr_conv2d_desc *d = &p->u.conv.d;
+    if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & CONV_FEATURES) != CONV_FEATURES) {
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "conv2d.%s needs a CPU with its ISA", CONV_ARCH);
+        return false;
+    }
+    int residuals = 0;
+    for (int i = 0; i < d->epilogue.num_steps; i++) residuals += d->epilogue.steps[i].op == TSR_EPI_RESIDUAL;
+    if (d->format == TSR_NCHW && residuals > 1) { /* one NHWC scratch copy per call */
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "conv2d.%s: NCHW with more than one residual step is left to the "
+                "reference", CONV_ARCH);
+        return false;
+    }
+    return true;
+}
+
+static int64_t panels_of(const tsr_conv2d_desc *d) { return (d->k / d->groups + NR - 1) / NR; }
+
+static void conv_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_conv2d_problem *cp = &p->u.conv;
+    const tsr_conv2d_desc *d = &cp->d;
+    const int64_t Cg = d->c / d->groups, panels = panels_of(d);
+    const int64_t pixels = d->n * cp->p * cp->q, tiles = (pixels + MR - 1) / MR;
+    s->v[KNOB_ALGO] = is_depthwise(d) ? ALGO_DEPTHWISE : ALGO_DIRECT;
+    /* Enough panels per item that a tile's input rows are reused, few
+     * enough that their weights stay in L2 (~256 KiB of f32 panels). */
+    const int64_t panel_bytes = d->r * d->s * Cg * NR * 4;
+    int ocb = 1;
+    while (ocb < 16 && ocb * 2 <= panels && (ocb * 2) * panel_bytes <= (256 << 10)) ocb *= 2;
+    if (s->v[KNOB_ALGO] == ALGO_DEPTHWISE) ocb = 1;
+    s->v[KNOB_OCB] = ocb;
+    /* enough items for every thread several times over */
+    const int64_t pblocks = (d->groups * panels + ocb - 1) / ocb, want = 8 * (int64_t)ctx->num_threads;
+    int pxb = 32;
+    while (pxb > 1 && ((tiles + pxb - 1) / pxb) * pblocks < want) pxb /= 2;
+    s->v[KNOB_PXB] = pxb;
+    s->v[KNOB_ORDER] = 0;
+}
+
+static bool conv_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)ctx;
+    if (s->v[KNOB_ALGO] == ALGO_GEMM) return is_1x1_gemm(&p->u.conv);
+    if (s->v[KNOB_ALGO] == ALGO_DEPTHWISE) return is_depthwise(&p->u.conv.d);
+    return s->v[KNOB_ALGO] == ALGO_DIRECT && s->v[KNOB_OCB] >= 1 && s->v[KNOB_PXB] >= 1;
+}
+
+#ifdef CONV_BF16
+/* acc += A(MR x kc) * B(kc x NR) in bf16 pairs (vdpbf16ps, f32 sums): A rows
+ * are bf16 (kc even), B is packed [kc / 2][NR][2]. */
+static inline __attribute__((always_inline)) void ukr_dot_bf16(int64_t kc, const float *const rows[MR],
+                                                               const uint16_t *restrict bp, vf acc[MR][NV]) {
+    const uint16_t *r[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) r[i] = (const uint16_t *)(const void *)rows[i];
+    for (int64_t p = 0; p < kc; p += 2) {
+        __m512bh b[NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + v * VL * 2));
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            uint32_t pair;
+            memcpy(&pair, r[i] + p, sizeof pair);
+            const __m512bh a = (__m512bh)_mm512_set1_epi32((int)pair);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
+        }
+    }
+}
+
+/* The bf16 filter as bf16 panels [g][panel][(r, s, c) / 2][NR][2], zero past k/groups. */
+static void pack_filter_bf16(const tsr_conv2d_desc *d, const void *w, uint16_t *dst) {
+    const int64_t G = d->groups, K = d->k, Kg = K / G, Cg = d->c / G, R = d->r, S = d->s;
+    const int64_t Kp = (Kg + NR - 1) / NR, rsc = R * S * Cg;
+    const uint16_t *src = w;
+#pragma omp for schedule(static)
+    for (int64_t gp = 0; gp < G * Kp; gp++) {
+        const int64_t g = gp / Kp, k0 = g * Kg + gp % Kp * NR;
+        const int64_t nk = Kg - gp % Kp * NR < NR ? Kg - gp % Kp * NR : NR;
+        uint16_t *panel = dst + gp * rsc * NR;
+        if (d->filter_format == TSR_FILTER_OHWI) { /* row k is [r][s][c]: channel pairs are 32-bit words */
+            if (nk < NR) memset(panel, 0, sizeof(uint16_t) * (size_t)(rsc * NR));
+            for (int64_t p0 = 0; p0 < rsc / 2; p0 += 16)
+                for (int64_t kk = 0; kk < nk; kk++) {
+                    const uint16_t *row = src + (k0 + kk) * rsc;
+                    for (int64_t p = p0; p < p0 + 16 && p < rsc / 2; p++)
+                        memcpy(panel + (p * NR + kk) * 2, row + 2 * p, 2 * sizeof(uint16_t));
+                }
+            continue;
+        }
+        if (d->filter_format == TSR_FILTER_HWIO) { /* row (r, s, c) holds k contiguously */
+            for (int64_t jj = 0; jj < rsc; jj++) {
+                const uint16_t *row = src + jj * K + k0;
+                uint16_t *out = panel + (jj / 2) * NR * 2 + (jj & 1);
+                for (int64_t kk = 0; kk < NR; kk++) out[kk * 2] = kk < nk ? row[kk] : 0;
+            }
+            continue;
+        }
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t c = 0; c < Cg; c++) {
+                    const int64_t jj = (r * S + s) * Cg + c;
+                    uint16_t *row = panel + (jj / 2) * NR * 2 + (jj & 1);
+                    for (int64_t kk = 0; kk < NR; kk++)
+                        row[kk * 2] = kk < nk ? src[tsr_filter_offset(d->filter_format, k0 + kk, c, r, s, K, Cg, R, S)] : 0;
+                }
+    }
+}
+#endif
+
+/* The vdpbf16ps path: bf16 x and filter, channel pairs that never straddle
+ * a group or a pixel. */
+static bool use_bf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
+#ifdef CONV_BF16
+    return (ctx->cpu_features & TSR_CPU_AVX512BF16) && d->x_dtype == TSR_BF16 && d->w_dtype == TSR_BF16 &&
+           (d->c / d->groups) % 2 == 0;
+#else
+    (void)ctx, (void)d;
+    return false;
+#endif
+}
+
+/* ---------------------------------------------------------------- reorders */
+
+/* NCHW <-> NHWC for n images of c channels and hw pixels, elements of es
+ * bytes (2 or 4), in 16 x 16 blocks. */
+static void reorder_act(const void *src, void *dst, size_t es, int64_t n, int64_t c, int64_t hw, bool to_nhwc) {
+    const int64_t cb = (c + 15) / 16, pb = (hw + 15) / 16;
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < n; b++)
+        for (int64_t blk = 0; blk < cb * pb; blk++) {
+            const int64_t c0 = blk / pb * 16, p0 = blk % pb * 16;
+            const int64_t c1 = c0 + 16 < c ? c0 + 16 : c, p1 = p0 + 16 < hw ? p0 + 16 : hw;
+            for (int64_t ci = c0; ci < c1; ci++)
+                for (int64_t pi = p0; pi < p1; pi++) {
+                    const int64_t nchw = (b * c + ci) * hw + pi, nhwc = (b * hw + pi) * c + ci;
+                    const int64_t from = to_nhwc ? nchw : nhwc, to = to_nhwc ? nhwc : nchw;
+                    if (es == 4) ((uint32_t *)dst)[to] = ((const uint32_t *)src)[from];
+                    else ((uint16_t *)dst)[to] = ((const uint16_t *)src)[from];
+                }
+        }
+}
+
+/* n f16/bf16 values as f32. */
+static void widen(const void *src, tsr_dtype t, float *dst, int64_t n) {
+    const int64_t n0 = n / VL * VL;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < n0; i += VL) vf_store(dst + i, vf_load_dtype(src, t, i));
+#pragma omp single nowait
+    for (int64_t i = n0; i < n; i++) dst[i] = tsr_load_f(src, t, i);
+}
+
+/* The filter as f32 panels [g][panel][r][s][c][NR], zero past k/groups. */
+static void pack_filter(const tsr_conv2d_desc *d, const void *w, float *dst) {
+    const int64_t G = d->groups, K = d->k, Kg = K / G, Cg = d->c / G, R = d->r, S = d->s;
+    const int64_t Kp = (Kg + NR - 1) / NR, rsc = R * S * Cg;
+    const bool ohwi_f32 = d->filter_format == TSR_FILTER_OHWI && d->w_dtype == TSR_F32;
+#pragma omp for schedule(static)
+    for (int64_t gp = 0; gp < G * Kp; gp++) {
+        const int64_t g = gp / Kp, k0 = g * Kg + gp % Kp * NR;
+        const int64_t nk = Kg - gp % Kp * NR < NR ? Kg - gp % Kp * NR : NR;
+        float *panel = dst + gp * rsc * NR;
+        if (ohwi_f32) { /* row k of the filter is [r][s][c]: one contiguous run */
+            const float *src = (const float *)w + k0 * rsc;
+            if (nk < NR) memset(panel, 0, sizeof(float) * (size_t)(rsc * NR));
+            for (int64_t j0 = 0; j0 < rsc; j0 += 16) { /* 16 columns of each row: whole lines read */
+                const int64_t j1 = j0 + 16 < rsc ? j0 + 16 : rsc;
+                for (int64_t kk = 0; kk < nk; kk++)
+                    for (int64_t j = j0; j < j1; j++) panel[j * NR + kk] = src[kk * rsc + j];
+            }
+            continue;
+        }
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t s = 0; s < S; s++)
+                for (int64_t c = 0; c < Cg; c++) {
+                    float *row = panel + ((r * S + s) * Cg + c) * NR;
+                    for (int64_t kk = 0; kk < nk; kk++)
+                        row[kk] = tsr_load_f(w, d->w_dtype, tsr_filter_offset(d->filter_format, k0 + kk, c, r, s, K, Cg, R, S));
+                    for (int64_t kk = nk; kk < NR; kk++) row[kk] = 0.0f;
+                }
+    }
+}
+
+/* Depthwise filter as f32 [r][s][c]. */
+static void pack_depthwise(const tsr_conv2d_desc *d, const void *w, float *dst) {
+    const int64_t C = d->c, R = d->r, S = d->s;
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t s = 0; s < S; s++)
+                dst[(r * S + s) * C + c] = tsr_load_f(w, d->w_dtype, tsr_filter_offset(d->filter_format, c, 0, r, s, C, 1, R, S));
+}
+
+/* ------------------------------------------------------------------ direct */
+
+/* An f32 HWIO filter ([r][s][c][k]) whose groups fill whole panels is read
+ * in place: its rows are the panels' rows, K apart (no per-call packing). */
+static bool filter_in_place(const tsr_conv2d_desc *d) {
+    return d->filter_format == TSR_FILTER_HWIO && d->w_dtype == TSR_F32 && (d->k / d->groups) % NR == 0;
+}
+
+typedef struct conv_job {
+    const tsr_conv2d_desc *d;
+    int64_t P, Q;
+    const float *x;    /* NHWC, f32 (bf16 when bf) */
+    bool bf;           /* bf16 x and bf16 pair-interleaved panels (vdpbf16ps) */
+    const float *wp;   /* packed filter, or an f32 HWIO filter read in place */
+    int64_t w_ld;      /* between consecutive (r, s, c) rows of a panel: NR packed, k in place */
+    const float *zero; /* max(c, 1) zeros */
+    void *y;           /* NHWC, d->y_dtype */
+    const tsr_epilogue *epi;
+} conv_job;
+
+/* Output pixels t0 .. t0 + mr - 1 of the flattened n*p*q order: where their
+ * inputs start and where their outputs go. */
+typedef struct tile_geo {
+    int mr;
+    int64_t n[MR], ih[MR], iw[MR]; /* top-left input tap (may be in the padding) */
+    int64_t y[MR];                 /* element of y[.][0] */
+} tile_geo;
+
+static void tile_geometry(const conv_job *j, int64_t t0, int mr, tile_geo *t) {
+    const tsr_conv2d_desc *d = j->d;
+    const int64_t PQ = j->P * j->Q;
+    int64_t n = t0 / PQ, oh = t0 % PQ / j->Q, ow = t0 % j->Q;
+    t->mr = mr;
+    for (int i = 0; i < MR; i++) {
+        /* rows past mr repeat the last pixel: computed, never stored */
+        t->n[i] = n, t->ih[i] = oh * d->stride_h - d->pad_top, t->iw[i] = ow * d->stride_w - d->pad_left;
+        t->y[i] = ((n * j->P + oh) * j->Q + ow) * d->k;
+        if (i + 1 < mr && ++ow == j->Q) {
+            ow = 0;
+            if (++oh == j->P) oh = 0, n++;
+        }
+    }
+}
+
+/* Element e of x, and of the panels, as the pointers the micro-kernels take
+ * (bf16 data travels as float pointers and is read back as uint16_t). */
+#define ELEM(base, e, bf) ((bf) ? (const float *)((const uint16_t *)(const void *)(base) + (e)) : (base) + (e))
+
+static inline __attribute__((always_inline)) void tile_fma(int64_t kc, const float *const rows[MR], const float *bp,
+                                                            int64_t ld, bool bf, vf acc[MR][NV]) {
+#ifdef CONV_BF16
+    if (bf) {
+        ukr_dot_bf16(kc, rows, (const uint16_t *)(const void *)bp, acc);
+        return;
+    }
+#endif
+    (void)bf;
+    ukr_fma(kc, rows, 1, bp, ld, acc);
+}
+
+static inline __attribute__((always_inline)) void direct_tile(const conv_job *j, const tile_geo *t, int64_t g,
+                                                               int64_t kp, const bool bf) {
+    const tsr_conv2d_desc *d = j->d;
+    const int64_t C = d->c, H = d->h, W = d->w, R = d->r, S = d->s, Cg = C / d->groups, Kg = d->k / d->groups;
+    const int64_t dh = d->dilation_h, dw = d->dilation_w;
+    const int64_t ld = j->w_ld;
+    const float *wpan = ld == NR ? ELEM(j->wp, (g * panels_of(d) + kp) * R * S * Cg * NR, bf) : j->wp + g * Kg + kp * NR;
+    const bool fuse_s = d->groups == 1 && dw == 1;
+    vf acc[MR][NV];
+    ukr_zero(acc);
+    const float *rows[MR];
+    for (int64_t r = 0; r < R; r++) {
+        bool any = false, whole = fuse_s;
+        int64_t xrow[MR];
+        bool rvalid[MR];
+        for (int i = 0; i < MR; i++) {
+            const int64_t ih = t->ih[i] + r * dh;
+            rvalid[i] = ih >= 0 && ih < H;
+            any |= rvalid[i];
+            whole = whole && rvalid[i] && t->iw[i] >= 0 && t->iw[i] + (S - 1) * dw < W;
+            xrow[i] = (t->n[i] * H + ih) * W;
+        }
+        if (!any) continue;
+        if (whole) { /* S taps x C channels: one run per pixel */
+            for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, (xrow[i] + t->iw[i]) * C, bf);
+            tile_fma(S * C, rows, ELEM(wpan, r * S * Cg * ld, bf), ld, bf, acc);
+            continue;
+        }
+        for (int64_t s = 0; s < S; s++) {
+            bool hit = false;
+            for (int i = 0; i < MR; i++) {
+                const int64_t iw = t->iw[i] + s * dw;
+                const bool ok = rvalid[i] && iw >= 0 && iw < W;
+                rows[i] = ok ? ELEM(j->x, (xrow[i] + iw) * C + g * Cg, bf) : j->zero;
+                hit |= ok;
+            }
+            if (hit) tile_fma(Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), ld, bf, acc);
+        }
+    }
+    const int64_t kc0 = g * Kg + kp * NR, nk = Kg - kp * NR < NR ? Kg - kp * NR : NR;
+    for (int i = 0; i < t->mr; i++)
+        for (int v = 0; v < NV && v * VL < nk; v++) {
+            const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
+            const int64_t k = kc0 + v * VL, yi = t->y[i] + k;
+            vf r = ukr_epilogue(j->epi, acc[i][v], k, false, 0, 0, yi, n);
+            vf_store_n_dtype(j->y, d->y_dtype, yi, r, n);
+        }
+}
+
+static void direct_tile_f32(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
+    direct_tile(j, t, g, kp, false);
+}
+
+#ifdef CONV_BF16
+static void direct_tile_bf16(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
+    direct_tile(j, t, g, kp, true);
+}
+#else
+#define direct_tile_bf16 direct_tile_f32 /* never reached: bf is only set where CONV_BF16 is */
+#endif
+
+static void direct_run(const conv_job *j, const tsr_schedule *s) {
+    const tsr_conv2d_desc *d = j->d;
+    const int64_t pixels = d->n * j->P * j->Q, tiles = (pixels + MR - 1) / MR;
+    const int64_t panels = d->groups * panels_of(d), Kp = panels_of(d);
+    const int64_t ocb = s->v[KNOB_OCB], pxb = s->v[KNOB_PXB];
+    const int64_t tblocks = (tiles + pxb - 1) / pxb, pblocks = (panels + ocb - 1) / ocb;
+#pragma omp for schedule(static)
+    for (int64_t item = 0; item < tblocks * pblocks; item++) {
+        const int64_t tb = item / pblocks, pb = item % pblocks;
+        const int64_t t_lo = tb * pxb, t_hi = t_lo + pxb < tiles ? t_lo + pxb : tiles;
+        const int64_t p_lo = pb * ocb, p_hi = p_lo + ocb < panels ? p_lo + ocb : panels;
+        tile_geo geo;
+        void (*tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = j->bf ? direct_tile_bf16 : direct_tile_f32;
+        if (s->v[KNOB_ORDER] == 0) {
+            for (int64_t t = t_lo; t < t_hi; t++) {
+                tile_geometry(j, t * MR, (int)(pixels - t * MR < MR ? pixels - t * MR : MR), &geo);
+                for (int64_t p = p_lo; p < p_hi; p++) tile(j, &geo, p / Kp, p % Kp);
+            }
+        } else {
+            for (int64_t p = p_lo; p < p_hi; p++)
+                for (int64_t t = t_lo; t < t_hi; t++) {
+                    tile_geometry(j, t * MR, (int)(pixels - t * MR < MR ? pixels - t * MR : MR), &geo);
+                    tile(j, &geo, p / Kp, p % Kp);
+                }
+        }
+    }
+}
+
+/* --------------------------------------------------------------- depthwise */
+
+/* The first n lanes (n in 1..VL) at p; whole vectors without a mask. */
+static inline __attribute__((always_inline)) vf load_lanes(const float *p, int n) {
+    return n == VL ? vf_load(p) : vf_load_n(p, n);
+}
+
+/* T output pixels ow0 .. ow0 + T - 1 of row (n, oh), channels c0 + the
+ * lanes cnt[] says; taps s in [s_lo, s_hi) (clipped at the edges by the
+ * caller so that every pixel's taps lie inside the row). */
+static inline __attribute__((always_inline)) void depthwise_pixels(const conv_job *j, int64_t n, int64_t oh,
+                                                                    int64_t ow0, const int T, int64_t c0,
+                                                                    const int cnt[NV], const bool full,
+                                                                    int64_t s_lo, int64_t s_hi) {
+    const tsr_conv2d_desc *d = j->d;
+    const int64_t C = d->c, H = d->h, W = d->w, S = d->s, sw = d->stride_w, dw = d->dilation_w;
+    vf acc[MR][NV];
+    ukr_zero(acc);
+    const int64_t iw0 = ow0 * sw - d->pad_left;
+    for (int64_t r = 0; r < d->r; r++) {
+        const int64_t ih = oh * d->stride_h - d->pad_top + r * d->dilation_h;
+        if (ih < 0 || ih >= H) continue;
+        const float *xrow = j->x + ((n * H + ih) * W + iw0) * C + c0;
+        for (int64_t s = s_lo; s < s_hi; s++) {
+            const float *wt = j->wp + (r * S + s) * C + c0, *xp = xrow + s * dw * C;
+            vf wv[NV];
+            if (full) { /* NR channels: whole vectors, no tests (the accumulators stay in registers) */
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++) wv[v] = vf_load(wt + v * VL);
+#pragma GCC unroll 16
+                for (int i = 0; i < T; i++)
+#pragma GCC unroll 4
+                    for (int v = 0; v < NV; v++) acc[i][v] = vf_fma(vf_load(xp + i * sw * C + v * VL), wv[v], acc[i][v]);
+                continue;
+            }
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) wv[v] = cnt[v] ? load_lanes(wt + v * VL, cnt[v]) : vf_zero();
+#pragma GCC unroll 16
+            for (int i = 0; i < T; i++)
+#pragma GCC unroll 4
+                for (int v = 0; v < NV; v++)
+                    if (cnt[v]) acc[i][v] = vf_fma(load_lanes(xp + i * sw * C + v * VL, cnt[v]), wv[v], acc[i][v]);
+        }
+    }
+    for (int i = 0; i < T; i++)
+        for (int v = 0; v < NV && cnt[v]; v++) {
+            const int64_t k = c0 + v * VL, yi = ((n * j->P + oh) * j->Q + ow0 + i) * C + k;
+            vf_store_n_dtype(j->y, d->y_dtype, yi, ukr_epilogue(j->epi, acc[i][v], k, false, 0, 0, yi, cnt[v]), cnt[v]);
+        }
+}
+
+/* Row (n, oh), channels [c0, c0 + nc): interior pixels (every tap along w
+ * inside the row) in tiles of MR, MR/2 and 1 with no tests; edge pixels one
+ * at a time with their tap range clipped. */
+static void depthwise_row(const conv_job *j, int64_t n, int64_t oh, int64_t c0, int64_t nc) {
+    const tsr_conv2d_desc *d = j->d;
+    const int64_t W = d->w, S = d->s, sw = d->stride_w, dw = d->dilation_w, pl = d->pad_left, Q = j->Q;
+    int cnt[NV];
+    for (int v = 0; v < NV; v++) cnt[v] = (int)(nc - v * VL >= VL ? VL : nc - v * VL > 0 ? nc - v * VL : 0);
+    /* interior: ow * sw - pl >= 0 and ow * sw - pl + (S - 1) * dw < W */
+    int64_t lo = (pl + sw - 1) / sw, hi = W - 1 - (S - 1) * dw + pl >= 0 ? (W - 1 - (S - 1) * dw + pl) / sw + 1 : 0;
+    if (lo > Q) lo = Q;
+    if (hi > Q) hi = Q;
+    if (hi < lo) hi = lo;
+    const bool full = nc == NR;
+    for (int64_t ow = 0; ow < Q; ow++) {
+        if (ow == lo) { /* the interior run */
+            if (full) {
+                for (; ow + MR <= hi; ow += MR) depthwise_pixels(j, n, oh, ow, MR, c0, cnt, true, 0, S);
+                for (; ow + MR / 2 <= hi; ow += MR / 2) depthwise_pixels(j, n, oh, ow, MR / 2, c0, cnt, true, 0, S);
+                for (; ow < hi; ow++) depthwise_pixels(j, n, oh, ow, 1, c0, cnt, true, 0, S);
+            } else {
+                for (; ow + MR / 2 <= hi; ow += MR / 2) depthwise_pixels(j, n, oh, ow, MR / 2, c0, cnt, false, 0, S);
+                for (; ow < hi; ow++) depthwise_pixels(j, n, oh, ow, 1, c0, cnt, false, 0, S);
+            }
+            if (ow >= Q) break;
+        }
+        const int64_t iw0 = ow * sw - pl;
+        int64_t s_lo = 0, s_hi = S;
+        while (s_lo < S && iw0 + s_lo * dw < 0) s_lo++;
+        while (s_hi > s_lo && iw0 + (s_hi - 1) * dw >= W) s_hi--;
+        if (full) depthwise_pixels(j, n, oh, ow, 1, c0, cnt, true, s_lo, s_hi);
+        else depthwise_pixels(j, n, oh, ow, 1, c0, cnt, false, s_lo, s_hi);
+    }
+}
+
+static void depthwise_run(const conv_job *j) {
+    const tsr_conv2d_desc *d = j->d;
+    const int64_t rows = d->n * j->P, cblocks = (d->c + NR - 1) / NR;
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t row = 0; row < rows; row++)
+        for (int64_t cb = 0; cb < cblocks; cb++) {
+            const int64_t c0 = cb * NR, nc = d->c - c0 < NR ? d->c - c0 : NR;
+            depthwise_row(j, row / j->P, row % j->P, c0, nc);
+        }
+}
+
+/* -------------------------------------------------------------------- run */
+
+/* 1x1, stride 1, unpadded NHWC: y[n*h*w, k] = x[n*h*w, c] * w^T. */
+static tsr_status gemm_run(tsr_context *ctx, const tsr_conv2d_problem *cp) {
+    const tsr_conv2d_desc *d = &cp->d;
+    tsr_gemm_desc g;
+    tsr_gemm_desc_init(&g);
+    g.m = d->n * d->h * d->w, g.n = d->k, g.k = d->c;
+    g.a_dtype = d->x_dtype, g.b_dtype = d->w_dtype, g.c_dtype = TSR_F32;
+    g.trans_b = d->filter_format == TSR_FILTER_HWIO ? TSR_NO_TRANS : TSR_TRANS; /* [c][k] or [k][c] */
+    g.epilogue = d->epilogue; /* bias per column = per output channel; residual dense as y */
+    return tsr_gemm(ctx, &g, cp->x, cp->w, cp->y);
+}
+
+/* An NHWC problem (x of any float dtype). */
+static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const tsr_schedule *s) {
+    const tsr_conv2d_desc *d = &cp->d;
+    if (s->v[KNOB_ALGO] == ALGO_GEMM && is_1x1_gemm(cp)) return gemm_run(ctx, cp);
+    const bool dw = s->v[KNOB_ALGO] == ALGO_DEPTHWISE && is_depthwise(d);
+    const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
+    const bool in_place = !dw && filter_in_place(d), bf = !dw && use_bf16(ctx, d);
+    const int64_t wn = in_place ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
+    const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf ? 0 : xn;
+    float *buf = aligned_alloc(64, (size_t)((wn + zn + xs) * 4 + 63) / 64 * 64);
+    if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the packed filter", CONV_ARCH);
+    float *zero = buf + wn, *xf = xs ? zero + zn : NULL;
+    memset(zero, 0, sizeof(float) * (size_t)zn);
+    conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x, .bf = bf,
+                  .wp = in_place ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
+                  .y = cp->y, .epi = &d->epilogue};
+    const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
+    const int nt = tsr_threads_for(ctx, flops, 2e6);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        if (xf) widen(cp->x, d->x_dtype, xf, xn);
+        if (dw) pack_depthwise(d, cp->w, buf);
+#ifdef CONV_BF16
+        else if (bf) pack_filter_bf16(d, cp->w, (uint16_t *)buf);
+#endif
+        else if (!in_place) pack_filter(d, cp->w, buf);
+#pragma omp barrier
+        if (dw) depthwise_run(&j);
+        else direct_run(&j, s);
+    }
+    free(buf);
+    return TSR_OK;
+}
+
+static tsr_status conv_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_conv2d_problem *cp = &p->u.conv;
+    const tsr_conv2d_desc *d = &cp->d;
+    if (d->format == TSR_NHWC) return nhwc_run(ctx, cp, s);
+    /* NCHW: x (and a residual) into NHWC scratch, y back afterwards */
+    const size_t xe = tsr_dtype_size(d->x_dtype), ye = tsr_dtype_size(d->y_dtype);
+    const int64_t xn = d->n * d->c * d->h * d->w, yn = d->n * d->k * cp->p * cp->q;
+    int res = -1;
+    for (int i = 0; i < d->epilogue.num_steps; i++)
+        if (d->epilogue.steps[i].op == TSR_EPI_RESIDUAL) res = i;
+    const size_t re = res >= 0 ? tsr_dtype_size(d->epilogue.steps[res].dtype) : 0;
+    char *buf = malloc((size_t)xn * xe + (size_t)yn * (ye + re) + 64);
+    if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the NHWC scratch", CONV_ARCH);
+    tsr_conv2d_problem nh = *cp;
+    nh.d.format = TSR_NHWC;
+    nh.x = buf, nh.y = buf + (size_t)xn * xe;
+    char *rs = buf + (size_t)xn * xe + (size_t)yn * ye;
+    const int nt = tsr_threads_for(ctx, (double)(xn + yn), 1e5);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        reorder_act(cp->x, buf, xe, d->n, d->c, d->h * d->w, true);
+        if (res >= 0) reorder_act(d->epilogue.steps[res].data, rs, re, d->n, d->k, cp->p * cp->q, true);
+    }
+    if (res >= 0) nh.d.epilogue.steps[res].data = rs;
+    tsr_status st = nhwc_run(ctx, &nh, s);
+    if (st == TSR_OK) {
+#pragma omp parallel num_threads(nt) if (nt > 1)
+        reorder_act(nh.y, cp->y, ye, d->n, d->k, cp->p * cp->q, false);
+    }
+    free(buf);
+    return st;
+}
+
+const tsr_kernel CONV_SYMBOL = {
+    .name = "conv2d." CONV_ARCH ".f32",
+    .op = TSR_OP_CONV2D,
+    .backend = TSR_BACKEND_CPU,
+    .arch = CONV_ARCH,
+    .supports = conv_supports,
+    .num_knobs = (int)(sizeof conv_knobs / sizeof conv_knobs[0]),
+    .knobs = conv_knobs,
+    .default_schedule = conv_default,
+    .schedule_valid = conv_valid,
+    .run = conv_run,
+};

@@ -1,0 +1,87 @@
+/* The x86 f32 micro-kernel and the vector epilogue, shared by the GEMM
+ * (x86_blis.h) and the convolution (kernels/conv/x86_conv.h). Written over
+ * the simd.h names; include it after a simd.h, vmath.h and vdtype.h, with MR
+ * (rows of the tile) and NV (vectors of VL columns) defined.
+ *
+ * The tile's A rows are given as MR pointers and a step between consecutive
+ * k: a packed GEMM panel is rows[i] = ap + i, step MR; an NHWC convolution
+ * tap is rows[i] = the input pixel of output pixel i (or a row of zeros
+ * where the tap falls into the padding), step 1. B is NR = NV * VL columns,
+ * rows ldb apart. The accumulators are not cleared: a convolution adds one
+ * filter tap after another into the same registers. */
+#ifndef TSR_X86_UKERNEL_H
+#define TSR_X86_UKERNEL_H
+
+#include "internal.h"
+
+/* acc += A(MR x kc) * B(kc x NR). */
+static inline __attribute__((always_inline)) void ukr_fma(int64_t kc, const float *const rows[MR], int64_t step,
+                                                          const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
+    const float *r[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) r[i] = rows[i];
+    for (int64_t p = 0; p < kc; p++) {
+        vf b[NV];
+        /* B read in place has rows pages apart: the hardware prefetcher
+         * stops at page boundaries, so fetch a few rows ahead ourselves. */
+        if (ldb != NR) _mm_prefetch((const char *)(bp + (p + 12) * ldb), _MM_HINT_T0);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) b[v] = vf_load(bp + p * ldb + v * VL);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            vf a = vf_set1(r[i][p * step]);
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
+        }
+    }
+}
+
+static inline void ukr_zero(vf acc[MR][NV]) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[i][v] = vf_zero();
+}
+
+/* The first n (1..VL) values of dtype t at element i of p, as f32; lanes
+ * past n read as 0. */
+static inline vf vf_load_n_dtype(const void *p, tsr_dtype t, int64_t i, int n) {
+    if (t == TSR_F32) return vf_load_n((const float *)p + i, n);
+    if (n >= VL) return vf_load_dtype(p, t, i);
+    float tmp[VL] = {0};
+    for (int j = 0; j < n; j++) tmp[j] = tsr_load_f(p, t, i + j);
+    return vf_load(tmp);
+}
+
+/* The first n (1..VL) lanes of v into element i of p in dtype t. */
+static inline void vf_store_n_dtype(void *p, tsr_dtype t, int64_t i, vf v, int n) {
+    if (t == TSR_F32) {
+        vf_store_n((float *)p + i, v, n);
+    } else if (n >= VL) {
+        vf_store_dtype(p, t, i, v);
+    } else {
+        float tmp[VL];
+        vf_store(tmp, v);
+        for (int j = 0; j < n; j++) tsr_store_f(p, t, i + j, tmp[j]);
+    }
+}
+
+/* e's steps on n (1..VL) outputs in r, as tsr_epilogue_apply_ref defines
+ * them: the bias at element bias_i of its vector (one value broadcast when
+ * bias_bcast, else n consecutive), the residual at element
+ * b * batch_stride + row * ld + col of its tensor (n consecutive). */
+static inline __attribute__((always_inline)) vf ukr_epilogue(const tsr_epilogue *e, vf r, int64_t bias_i, bool bias_bcast, int64_t b, int64_t row,
+                              int64_t col, int n) {
+    for (int s = 0; s < e->num_steps; s++) {
+        const tsr_epilogue_step *st = &e->steps[s];
+        if (st->op == TSR_EPI_BIAS)
+            r = vf_add(r, bias_bcast ? vf_set1(tsr_load_f(st->data, st->dtype, bias_i))
+                                     : vf_load_n_dtype(st->data, st->dtype, bias_i, n));
+        else if (st->op == TSR_EPI_RESIDUAL)
+            r = vf_fma(vf_set1(st->scale), vf_load_n_dtype(st->data, st->dtype, b * st->batch_stride + row * st->ld + col, n), r);
+        else r = vf_activation(st->activation, r);
+    }
+    return r;
+}
+
+#endif

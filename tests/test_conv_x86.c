@@ -1,0 +1,268 @@
+/* The x86 conv2d kernels on their own, against the reference: C and K not
+ * multiples of the tile widths, primes, H/W of 1, pads larger than half the
+ * filter, dilation, stride 2, the 7x7 stride-2 stem, groups (incl. more
+ * output channels per group than one panel), depthwise with and without a
+ * multiplier, NCHW and every filter format, f16/bf16 inputs and outputs,
+ * each epilogue step (and a residual that is y itself), every algorithm and
+ * several blockings, 1 and 2 threads. Tolerances scale with sum |x||w| per
+ * output (what f32 accumulation can lose) plus the output dtype's rounding.
+ * Kernels this CPU cannot run print SKIP. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "testutil.h"
+
+static const char *kernels[] = {"conv2d.x86_avx512.f32", "conv2d.x86_avx2.f32"};
+
+enum { EPI_NONE, EPI_BIAS, EPI_BIAS_ACT, EPI_RES, EPI_ALL, EPI_RES_INPLACE };
+
+typedef struct ccase {
+    int64_t n, c, h, w, k, r, s, sh, sw, pt, pb, pl, pr, dh, dw, g;
+    tsr_tensor_format fmt;
+    tsr_filter_format ffmt;
+    tsr_dtype dt, yt;
+    int epi;
+    tsr_activation act;
+} ccase;
+
+static void desc_of(const ccase *c, tsr_conv2d_desc *d) {
+    tsr_conv2d_desc_init(d);
+    d->format = c->fmt, d->filter_format = c->ffmt;
+    d->n = c->n, d->c = c->c, d->h = c->h, d->w = c->w, d->k = c->k, d->r = c->r, d->s = c->s;
+    d->stride_h = c->sh, d->stride_w = c->sw, d->pad_top = c->pt, d->pad_bottom = c->pb;
+    d->pad_left = c->pl, d->pad_right = c->pr, d->dilation_h = c->dh, d->dilation_w = c->dw, d->groups = c->g;
+    d->x_dtype = d->w_dtype = c->dt, d->y_dtype = c->yt;
+}
+
+/* Runs kernel k with schedule s; returns 1 when the schedule applied. */
+static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const ccase *c, const tsr_schedule *s) {
+    tsr_conv2d_desc d;
+    desc_of(c, &d);
+    int64_t P, Q;
+    ck_assert_msg(tsr_conv2d_output_shape(&d, &P, &Q) == TSR_OK, "%s", tsr_last_error());
+    const int64_t xn = c->n * c->c * c->h * c->w, wn = c->k * (c->c / c->g) * c->r * c->s, yn = c->n * c->k * P * Q;
+    const size_t es = tsr_dtype_size(c->dt), ys = tsr_dtype_size(c->yt);
+    void *x = malloc((size_t)xn * es + 1), *w = malloc((size_t)wn * es + 1);
+    void *y1 = malloc((size_t)yn * ys + 1), *y2 = malloc((size_t)yn * ys + 1), *res = malloc((size_t)yn * ys + 1);
+    void *bias = malloc((size_t)c->k * ys + 1);
+    tt_fill(x, c->dt, xn, 11 + (uint64_t)c->c, -1, 1);
+    tt_fill(w, c->dt, wn, 12 + (uint64_t)c->k, -1, 1);
+    tt_fill(bias, c->yt, c->k, 13, -1, 1);
+    tt_fill(res, c->yt, yn, 14, -1, 1);
+    tt_fill_sentinel(y2, (size_t)yn * ys);
+
+    /* sum |x||w| per output: the reference on absolute values */
+    float *ax = malloc(sizeof(float) * (size_t)(xn + 1)), *aw = malloc(sizeof(float) * (size_t)(wn + 1));
+    float *bound = malloc(sizeof(float) * (size_t)(yn + 1));
+    for (int64_t i = 0; i < xn; i++) ax[i] = fabsf(tsr_load_f(x, c->dt, i));
+    for (int64_t i = 0; i < wn; i++) aw[i] = fabsf(tsr_load_f(w, c->dt, i));
+    tsr_conv2d_desc da = d;
+    da.x_dtype = da.w_dtype = da.y_dtype = TSR_F32;
+    ck_assert_msg(tsr_conv2d(ref, &da, ax, aw, bound) == TSR_OK, "%s", tsr_last_error());
+
+    tsr_epilogue *e = &d.epilogue;
+    if (c->epi == EPI_BIAS || c->epi == EPI_BIAS_ACT || c->epi == EPI_ALL)
+        e->steps[e->num_steps++] = tsr_epilogue_bias(bias, c->epi == EPI_ALL ? TSR_F32 : c->yt);
+    if (c->epi == EPI_ALL && c->yt != TSR_F32) e->steps[0].dtype = c->yt; /* an f32 bias only with f32 data */
+    if (c->epi == EPI_BIAS_ACT) e->steps[e->num_steps++] = tsr_epilogue_activation(c->act);
+    if (c->epi == EPI_RES || c->epi == EPI_ALL)
+        e->steps[e->num_steps++] = tsr_epilogue_residual(res, c->yt, 0, c->epi == EPI_ALL ? 0.5f : 1.0f);
+    if (c->epi == EPI_ALL) e->steps[e->num_steps++] = tsr_epilogue_activation(c->act);
+    ck_assert_msg(tsr_conv2d(ref, &d, x, w, y1) == TSR_OK, "%s", tsr_last_error());
+    if (c->epi == EPI_RES_INPLACE) { /* y += conv: y starts as the residual */
+        memcpy(y1, res, (size_t)yn * ys);
+        e->steps[e->num_steps++] = tsr_epilogue_residual(y1, c->yt, 0, 1.0f);
+        ck_assert_msg(tsr_conv2d(ref, &d, x, w, y1) == TSR_OK, "%s", tsr_last_error());
+        memcpy(y2, res, (size_t)yn * ys);
+        e->steps[0].data = y2;
+    }
+
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_CONV2D;
+    p.u.conv.d = d, p.u.conv.p = P, p.u.conv.q = Q;
+    p.u.conv.x = x, p.u.conv.w = w, p.u.conv.y = y2;
+    int ran = 0;
+    char why[160];
+    if (!k->schedule_valid || k->schedule_valid(&p, ctx, s)) {
+        ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s", why);
+        ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
+        const double out_eps = c->yt == TSR_F32 ? 1e-6 : c->yt == TSR_F16 ? 1.0 / 1024 : 1.0 / 128;
+        int64_t bad = 0;
+        for (int64_t i = 0; i < yn; i++) {
+            const double want = tsr_load_f(y1, c->yt, i), got = tsr_load_f(y2, c->yt, i);
+            const double tol = 1e-5 + 1e-4 * bound[i] + out_eps * (fabs(want) + 1e-3);
+            if (!(fabs(got - want) <= tol) && bad++ < 3)
+                printf("  %s n%lld c%lld %lldx%lld k%lld %lldx%lld s%lld,%lld p%lld,%lld,%lld,%lld d%lld,%lld g%lld "
+                       "fmt%d ffmt%d %s->%s epi%d act%d algo%d ocb%d pxb%d ord%d: y[%lld] = %g, want %g (tol %g)\n",
+                       k->name, (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k,
+                       (long long)c->r, (long long)c->s, (long long)c->sh, (long long)c->sw, (long long)c->pt,
+                       (long long)c->pb, (long long)c->pl, (long long)c->pr, (long long)c->dh, (long long)c->dw,
+                       (long long)c->g, (int)c->fmt, (int)c->ffmt, tsr_dtype_name(c->dt), tsr_dtype_name(c->yt),
+                       c->epi, (int)c->act, s->v[0], s->v[1], s->v[2], s->v[3], (long long)i, got, want, tol);
+        }
+        fflush(stdout);
+        ck_assert_msg(bad == 0, "%s: %lld outputs differ from the reference", k->name, (long long)bad);
+        ran = 1;
+    }
+    free(x), free(w), free(y1), free(y2), free(res), free(bias), free(ax), free(aw), free(bound);
+    return ran;
+}
+
+#define F32 TSR_F32, TSR_F32
+static const ccase cases[] = {
+    /* n  c   h   w   k   r  s sh sw pt pb pl pr dh dw  g  fmt  ffmt */
+    {2, 13, 5, 7, 19, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 17, 9, 11, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
+    {1, 3, 23, 23, 20, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {3, 16, 1, 1, 35, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},
+    {2, 5, 1, 1, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES, 0},
+    {1, 6, 5, 4, 9, 3, 3, 1, 1, 3, 2, 4, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},
+    {1, 8, 12, 10, 17, 3, 3, 1, 1, 2, 2, 2, 2, 2, 2, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_GELU_ERF},
+    {2, 9, 10, 9, 33, 3, 3, 2, 2, 0, 1, 1, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_SILU},
+    {1, 24, 8, 8, 40, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
+    {1, 12, 7, 7, 18, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
+    {2, 14, 6, 5, 80, 3, 3, 1, 2, 1, 1, 1, 1, 1, 1, 2, TSR_NHWC, TSR_FILTER_OIHW, F32, EPI_ALL, TSR_ACT_TANH},
+    {2, 37, 9, 8, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 37, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 32, 10, 10, 32, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 32, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
+    {1, 19, 11, 13, 19, 5, 5, 1, 1, 4, 4, 4, 4, 2, 2, 19, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_SIGMOID},
+    {1, 5, 6, 6, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
+    {1, 7, 13, 11, 5, 2, 3, 1, 1, 0, 1, 2, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},
+    {2, 11, 6, 7, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, F32, EPI_ALL, TSR_ACT_GELU_TANH},
+    {1, 9, 5, 5, 11, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NCHW, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
+    {1, 10, 6, 6, 30, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
+    {1, 21, 7, 6, 29, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES, 0},
+    {2, 16, 9, 9, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_F16, TSR_F32, EPI_BIAS, 0},
+    {1, 13, 8, 7, 21, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 20, 5, 6, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 20, TSR_NHWC, TSR_FILTER_OHWI, TSR_F16, TSR_F16, EPI_ALL, TSR_ACT_RELU},
+    {1, 12, 6, 6, 18, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_SILU},
+    {3, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 3, 1, 9, 4, 1, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},
+    /* bf16 with even channels per group: the AVX512_BF16 dot-product path where the CPU has it */
+    {2, 16, 9, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 12, 7, 9, 18, 3, 3, 2, 1, 2, 0, 1, 1, 2, 1, 3, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {1, 6, 11, 10, 33, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
+    /* HWIO whose groups fill whole panels: read in place */
+    {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
+    {1, 6, 4, 4, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, TSR_NCHW, TSR_FILTER_HWIO, F32, EPI_RES, 0},
+    {1, 33, 3, 5, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES_INPLACE, 0},
+};
+
+START_TEST(shapes_schedules_threads) {
+    tsr_context *ctx = NULL, *ref = tt_ref_context();
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    int ran = 0;
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
+        ck_assert_ptr_nonnull(k);
+        tsr_problem probe;
+        memset(&probe, 0, sizeof probe);
+        probe.op = TSR_OP_CONV2D;
+        tsr_conv2d_desc_init(&probe.u.conv.d);
+        char why[128];
+        if (!k->supports(&probe, ctx, why, sizeof why)) {
+            printf("SKIP conv_x86: %s: %s\n", k->name, why);
+            continue;
+        }
+        /* algo, ocb, pxb, order: blockings that split and reorder the work */
+        const tsr_schedule scheds[] = {{{0, 1, 1, 1}}, {{0, 4, 2, 0}}, {{0, 16, 32, 1}}, {{1, 1, 1, 0}}, {{2, 1, 1, 0}}};
+        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+            for (int threads = 1; threads <= 2; threads++) {
+                tsr_context_set_num_threads(ctx, threads);
+                tsr_problem p;
+                memset(&p, 0, sizeof p);
+                p.op = TSR_OP_CONV2D;
+                desc_of(&cases[ci], &p.u.conv.d);
+                tsr_conv2d_output_shape(&p.u.conv.d, &p.u.conv.p, &p.u.conv.q);
+                tsr_schedule s;
+                memset(&s, 0, sizeof s);
+                k->default_schedule(&p, ctx, &s);
+                ran += check(ctx, ref, k, &cases[ci], &s);
+                for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
+                    ran += check(ctx, ref, k, &cases[ci], &scheds[si]);
+            }
+    }
+    printf("conv_x86: %d kernel runs checked\n", ran);
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
+/* Through the public API: dispatch picks the x86 kernel, an empty batch
+ * writes nothing, groups that do not divide c or k are an error that says so. */
+START_TEST(front_and_errors) {
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    tsr_conv2d_desc d;
+    tsr_conv2d_desc_init(&d);
+    d.n = 0, d.c = 8, d.h = d.w = 5, d.k = 4, d.r = d.s = 3;
+    float y[16];
+    tt_fill_sentinel(y, sizeof y);
+    ck_assert_int_eq(tsr_conv2d(ctx, &d, NULL, NULL, y), TSR_OK);
+    ck_assert(tt_unchanged(y, sizeof y));
+    d.n = 1, d.groups = 3;
+    float x[200] = {0}, w[288] = {0};
+    ck_assert_int_eq(tsr_conv2d(ctx, &d, x, w, y), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tsr_last_error(), "groups (3) does not divide c (8)"), "%s", tsr_last_error());
+    d.c = 6, d.groups = 3;
+    ck_assert_int_eq(tsr_conv2d(ctx, &d, x, w, y), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tsr_last_error(), "groups (3) does not divide k (4)"), "%s", tsr_last_error());
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
+/* supports() follows the context's ISA bits: without AVX-512 only the AVX2
+ * kernel takes a problem; without AVX512_BF16 the AVX-512 kernel takes bf16
+ * through f32 conversion, and still matches the reference. */
+START_TEST(isa_gating) {
+    tsr_context *ctx = NULL, *ref = tt_ref_context();
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    const tsr_kernel *k512 = tsr_registry_find("conv2d.x86_avx512.f32"), *k2 = tsr_registry_find("conv2d.x86_avx2.f32");
+    ck_assert_ptr_nonnull(k512);
+    ck_assert_ptr_nonnull(k2);
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_CONV2D;
+    tsr_conv2d_desc_init(&p.u.conv.d);
+    const uint32_t had = ctx->cpu_features;
+    char why[160] = "";
+    ctx->cpu_features = TSR_CPU_AVX2 | TSR_CPU_FMA | TSR_CPU_F16C;
+    ck_assert(!k512->supports(&p, ctx, why, sizeof why));
+    ck_assert_msg(strstr(why, "needs a CPU with its ISA"), "%s", why);
+    ck_assert(k2->supports(&p, ctx, why, sizeof why) == ((had & ctx->cpu_features) == ctx->cpu_features));
+    ctx->cpu_features = had & ~TSR_CPU_AVX512BF16;
+    if (k512->supports(&p, ctx, why, sizeof why)) {
+        const ccase c = {2, 16, 9, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16,
+                         EPI_ALL, TSR_ACT_RELU};
+        tsr_schedule s;
+        memset(&s, 0, sizeof s);
+        tsr_problem q;
+        memset(&q, 0, sizeof q);
+        q.op = TSR_OP_CONV2D;
+        desc_of(&c, &q.u.conv.d);
+        tsr_conv2d_output_shape(&q.u.conv.d, &q.u.conv.p, &q.u.conv.q);
+        k512->default_schedule(&q, ctx, &s);
+        ck_assert_int_eq(check(ctx, ref, k512, &c, &s), 1);
+    } else {
+        printf("SKIP conv_x86: isa_gating: this CPU has no AVX-512\n");
+    }
+    ctx->cpu_features = had;
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("conv_x86");
+    TCase *tc = tcase_create("x86");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, shapes_schedules_threads);
+    tcase_add_test(tc, front_and_errors);
+    tcase_add_test(tc, isa_gating);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}
