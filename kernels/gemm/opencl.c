@@ -1,0 +1,260 @@
+/* OpenCL GEMM host side: the tiled, direct (skinny) and generic kernels of
+ * opencl.cl, their schedule spaces and heuristics. The schedule becomes the
+ * program's -D defines; built programs are cached in memory and on disk
+ * (arch/opencl). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../arch/opencl/runtime.h"
+
+static bool on_opencl(const tsr_context *ctx, const char *name, char *why, size_t why_len) {
+    if (ctx->backend == TSR_BACKEND_OPENCL) return true;
+    tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "%s runs on opencl", name);
+    return false;
+}
+
+static bool float_inputs(const tsr_gemm_desc *d) {
+    return d->a_dtype == TSR_F32 || d->a_dtype == TSR_F16 || d->a_dtype == TSR_BF16;
+}
+
+/* The arguments every GEMM kernel takes (GEMM_ARGS in opencl.cl). */
+typedef struct gemm_args {
+    cl_long M, N, K, lda, sa, ldb, sb, ldc, sc;
+    cl_mem A, B, C;
+    cl_int c_t, bias_m;
+    cl_float alpha, beta;
+    tsr_ocl_epi epi;
+    tsr_ocl_arg list[16 + TSR_OCL_EPI_ARGS];
+} gemm_args;
+
+static int gemm_args_fill(gemm_args *a, const tsr_gemm_problem *g) {
+    const tsr_gemm_desc *d = &g->d;
+    a->M = d->m, a->N = d->n, a->K = d->k;
+    a->lda = d->lda, a->sa = d->stride_a, a->ldb = d->ldb, a->sb = d->stride_b, a->ldc = d->ldc, a->sc = d->stride_c;
+    a->A = tsr_ocl_mem(g->a), a->B = tsr_ocl_mem(g->b), a->C = tsr_ocl_mem(g->c);
+    a->c_t = (cl_int)d->c_dtype, a->bias_m = g->bias_along_m, a->alpha = d->alpha, a->beta = d->beta;
+    tsr_ocl_arg *l = a->list;
+    int n = 0;
+    l[n++] = TSR_CL_ARG(a->M), l[n++] = TSR_CL_ARG(a->N), l[n++] = TSR_CL_ARG(a->K);
+    l[n++] = TSR_CL_ARG(a->A), l[n++] = TSR_CL_ARG(a->lda), l[n++] = TSR_CL_ARG(a->sa);
+    l[n++] = TSR_CL_ARG(a->B), l[n++] = TSR_CL_ARG(a->ldb), l[n++] = TSR_CL_ARG(a->sb);
+    l[n++] = TSR_CL_ARG(a->C), l[n++] = TSR_CL_ARG(a->ldc), l[n++] = TSR_CL_ARG(a->sc);
+    l[n++] = TSR_CL_ARG(a->c_t), l[n++] = TSR_CL_ARG(a->bias_m);
+    l[n++] = TSR_CL_ARG(a->alpha), l[n++] = TSR_CL_ARG(a->beta);
+    tsr_ocl_epilogue(&d->epilogue, &a->epi, l + n);
+    return n + TSR_OCL_EPI_ARGS;
+}
+
+static void base_options(char *o, size_t n, const tsr_gemm_desc *d, const char *kind) {
+    snprintf(o, n, "-D%s", kind);
+    tsr_ocl_define(o, n, "A_T", d->a_dtype);
+    tsr_ocl_define(o, n, "TRANS_A", d->trans_a);
+    tsr_ocl_define(o, n, "TRANS_B", d->trans_b);
+}
+
+static tsr_status run_kernel(tsr_context *ctx, const tsr_gemm_problem *g, const char *opts, const char *name,
+                             int nsrc, const size_t *global, const size_t *local, const char *who) {
+    const char *srcs[] = {tsr_cl_common, tsr_cl_gemm, tsr_cl_gemm_tiled};
+    cl_kernel k;
+    tsr_status st = tsr_ocl_kernel(ctx, srcs, nsrc, opts, name, &k);
+    if (st) return st;
+    gemm_args a;
+    int na = gemm_args_fill(&a, g);
+    return tsr_ocl_launch(ctx, k, 3, global, local, na, a.list, who);
+}
+
+/* ------------------------------------------------------------------ tiled */
+
+static const int mwg_values[] = {16, 32, 64, 128};
+static const int nwg_values[] = {16, 32, 64, 128};
+static const int kwg_values[] = {8, 16, 32};
+static const int dimc_values[] = {4, 8, 16};
+static const int vw_values[] = {1, 2, 4, 8};
+static const tsr_knob tiled_knobs[] = {
+    {"mwg", 4, mwg_values}, {"nwg", 4, nwg_values}, {"kwg", 3, kwg_values},
+    {"mdimc", 3, dimc_values}, {"ndimc", 3, dimc_values}, {"vw", 4, vw_values},
+};
+enum { K_MWG, K_NWG, K_KWG, K_MDIMC, K_NDIMC, K_VW };
+
+static bool tiled_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    if (!on_opencl(ctx, "gemm.opencl.tiled", why, why_len)) return false;
+    if (!float_inputs(&p->u.gemm.d))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.tiled takes f32/f16/bf16 inputs"), false;
+    return true;
+}
+
+static bool tiled_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)p;
+    const int mwg = s->v[K_MWG], nwg = s->v[K_NWG], kwg = s->v[K_KWG], md = s->v[K_MDIMC], nd = s->v[K_NDIMC],
+              vw = s->v[K_VW];
+    if (mwg <= 0 || nwg <= 0 || kwg <= 0 || md <= 0 || nd <= 0 || vw <= 0) return false;
+    if (mwg % md || nwg % (nd * vw)) return false;
+    const tsr_ocl_state *o = tsr_ocl(ctx);
+    if ((size_t)(md * nd) > o->max_wg) return false;
+    if ((cl_ulong)kwg * (cl_ulong)(mwg + nwg) * 4 > o->local_mem) return false;
+    return (mwg / md) * (nwg / nd) <= 64; /* registers per work-item */
+}
+
+static void tiled_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    /* Measured on PoCL (CPU): 64x64 tiles, 8x8 work-items, 4x8 blocks;
+     * smaller tiles when the problem is small in m or n. */
+    s->v[K_MWG] = d->m <= 16 ? 16 : d->m <= 32 ? 32 : 64;
+    s->v[K_NWG] = d->n <= 16 ? 16 : d->n <= 32 ? 32 : 64;
+    s->v[K_KWG] = 16;
+    s->v[K_MDIMC] = s->v[K_MWG] >= 32 ? 8 : 4;
+    s->v[K_NDIMC] = s->v[K_NWG] >= 32 ? 8 : 4;
+    s->v[K_VW] = 1;
+    if (!tiled_valid(p, ctx, s)) s->v[K_MWG] = s->v[K_NWG] = 16, s->v[K_MDIMC] = s->v[K_NDIMC] = 4, s->v[K_KWG] = 8;
+}
+
+static tsr_status tiled_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_schedule t = *s;
+    if (!tiled_valid(p, ctx, &t)) tiled_default(p, ctx, &t);
+    const char *dbg = getenv("TSR_OCL_TILED"); /* XXX */
+    if (dbg) sscanf(dbg, "%d,%d,%d,%d,%d,%d", &t.v[0], &t.v[1], &t.v[2], &t.v[3], &t.v[4], &t.v[5]);
+    char o[512];
+    base_options(o, sizeof o, &g->d, "TILED");
+    for (int i = 0; i < 6; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "%s", (const char *[]){"MWG", "NWG", "KWG", "MDIMC", "NDIMC", "VW"}[i]);
+        tsr_ocl_define(o, sizeof o, nm, t.v[i]);
+    }
+    const size_t local[3] = {(size_t)t.v[K_NDIMC], (size_t)t.v[K_MDIMC], 1};
+    const size_t global[3] = {(size_t)((g->d.n + t.v[K_NWG] - 1) / t.v[K_NWG]) * local[0],
+                              (size_t)((g->d.m + t.v[K_MWG] - 1) / t.v[K_MWG]) * local[1], (size_t)g->d.batch};
+    return run_kernel(ctx, g, o, "tiled", 3, global, local, "gemm.opencl.tiled");
+}
+
+const tsr_kernel tsr_gemm_opencl_tiled = {
+    .name = "gemm.opencl.tiled", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
+    .supports = tiled_supports, .num_knobs = 6, .knobs = tiled_knobs,
+    .default_schedule = tiled_default, .schedule_valid = tiled_valid, .run = tiled_run,
+};
+
+/* ---------------------------------------------------------------- blocked */
+
+static const int rm_values[] = {2, 4, 6, 8};
+static const int bvw_values[] = {4, 8, 16};
+static const int bwg_values[] = {0, 4, 16, 64};
+static const tsr_knob blocked_knobs[] = {{"rm", 4, rm_values}, {"vw", 3, bvw_values}, {"wg", 4, bwg_values}};
+enum { K_RM, K_BVW, K_BWG };
+
+static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    if (!on_opencl(ctx, "gemm.opencl.blocked", why, why_len)) return false;
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (d->a_dtype != TSR_F32 || d->trans_b)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.blocked takes f32 with B n-contiguous"), false;
+    return true;
+}
+
+static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)p;
+    return s->v[K_RM] >= 1 && s->v[K_RM] <= 8 && (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
+           s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg;
+}
+
+static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    (void)p, (void)ctx;
+    s->v[K_RM] = 6;
+    s->v[K_BVW] = 8;
+    s->v[K_BWG] = 16;
+}
+
+static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_schedule t = *s;
+    if (!blocked_valid(p, ctx, &t)) blocked_default(p, ctx, &t);
+    const char *dbg = getenv("TSR_OCL_BLOCKED"); /* XXX */
+    if (dbg) sscanf(dbg, "%d,%d,%d", &t.v[0], &t.v[1], &t.v[2]);
+    char o[512];
+    base_options(o, sizeof o, &g->d, "BLOCKED");
+    tsr_ocl_define(o, sizeof o, "RM", t.v[K_RM]);
+    tsr_ocl_define(o, sizeof o, "VW", t.v[K_BVW]);
+    const size_t local[3] = {(size_t)t.v[K_BWG], 1, 1};
+    const size_t global[3] = {(size_t)((g->d.n + t.v[K_BVW] - 1) / t.v[K_BVW]),
+                              (size_t)((g->d.m + t.v[K_RM] - 1) / t.v[K_RM]), (size_t)g->d.batch};
+    return run_kernel(ctx, g, o, "blocked", 2, global, t.v[K_BWG] ? local : NULL, "gemm.opencl.blocked");
+}
+
+const tsr_kernel tsr_gemm_opencl_blocked = {
+    .name = "gemm.opencl.blocked", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
+    .supports = blocked_supports, .num_knobs = 3, .knobs = blocked_knobs,
+    .default_schedule = blocked_default, .schedule_valid = blocked_valid, .run = blocked_run,
+};
+
+/* ----------------------------------------------------------------- direct */
+
+static const int wgs_values[] = {16, 32, 64, 128, 256};
+static const int kv_values[] = {1, 4, 8};
+static const tsr_knob direct_knobs[] = {{"wgs", 5, wgs_values}, {"kv", 3, kv_values}};
+enum { K_WGS, K_KV };
+enum { DIRECT_MAX_M = 16 };
+
+static bool direct_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    if (!on_opencl(ctx, "gemm.opencl.direct", why, why_len)) return false;
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (!float_inputs(d))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.direct takes f32/f16/bf16 inputs"), false;
+    if (d->m > DIRECT_MAX_M)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.direct: m (%lld) > %d", (long long)d->m,
+                       DIRECT_MAX_M), false;
+    return true;
+}
+
+static bool direct_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)p;
+    return s->v[K_WGS] > 0 && (size_t)s->v[K_WGS] <= tsr_ocl(ctx)->max_wg && s->v[K_KV] >= 1;
+}
+
+static void direct_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    s->v[K_WGS] = 64;
+    /* k-contiguous A and B: vectors along k */
+    s->v[K_KV] = !d->trans_a && d->trans_b && d->a_dtype == TSR_F32 && d->k >= 64 ? 8 : 1;
+    if (!direct_valid(p, ctx, s)) s->v[K_WGS] = 16;
+}
+
+static tsr_status direct_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_schedule t = *s;
+    if (!direct_valid(p, ctx, &t)) direct_default(p, ctx, &t);
+    char o[512];
+    base_options(o, sizeof o, &g->d, "DIRECT");
+    int mr = 1;
+    while (mr < g->d.m) mr *= 2; /* rows rounded up to a power of two: few programs */
+    tsr_ocl_define(o, sizeof o, "MR", mr);
+    tsr_ocl_define(o, sizeof o, "KV", t.v[K_KV]);
+    const size_t local[3] = {(size_t)t.v[K_WGS], 1, 1};
+    const size_t global[3] = {(size_t)g->d.n, (size_t)g->d.batch, 1};
+    return run_kernel(ctx, g, o, "direct", 2, global, local, "gemm.opencl.direct");
+}
+
+const tsr_kernel tsr_gemm_opencl_direct = {
+    .name = "gemm.opencl.direct", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
+    .supports = direct_supports, .num_knobs = 2, .knobs = direct_knobs,
+    .default_schedule = direct_default, .schedule_valid = direct_valid, .run = direct_run,
+};
+
+/* ---------------------------------------------------------------- generic */
+
+static bool generic_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    (void)p;
+    return on_opencl(ctx, "gemm.opencl.generic", why, why_len);
+}
+
+static tsr_status generic_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    (void)s;
+    const tsr_gemm_problem *g = &p->u.gemm;
+    char o[256];
+    base_options(o, sizeof o, &g->d, "GENERIC");
+    const size_t global[3] = {(size_t)g->d.n, (size_t)g->d.m, (size_t)g->d.batch};
+    return run_kernel(ctx, g, o, "generic", 2, global, NULL, "gemm.opencl.generic");
+}
+
+const tsr_kernel tsr_gemm_opencl_generic = {
+    .name = "gemm.opencl.generic", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
+    .supports = generic_supports, .run = generic_run,
+};
