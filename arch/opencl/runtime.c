@@ -91,6 +91,7 @@ static void ocl_destroy(tsr_context *ctx) {
     if (!s) return;
     if (s->queue) clFinish(s->queue);
     if (s->last_event) clReleaseEvent(s->last_event);
+    if (s->workspace) clReleaseMemObject(s->workspace);
     for (int i = 0; i < s->num_entries; i++) {
         clReleaseKernel(s->entries[i].kernel);
         clReleaseProgram(s->entries[i].program);
@@ -335,8 +336,8 @@ tsr_status tsr_ocl_kernel(tsr_context *ctx, const char *const *sources, int num_
     tsr_ocl_state *s = tsr_ocl(ctx);
     uint64_t src_hash = 0;
     for (int i = 0; i < num_sources; i++) src_hash = tsr_ocl_hash(sources[i], strlen(sources[i]), src_hash);
-    uint64_t key = tsr_ocl_hash(options, strlen(options), src_hash);
-    key = tsr_ocl_hash(name, strlen(name), key);
+    const uint64_t pkey = tsr_ocl_hash(options, strlen(options), src_hash);
+    const uint64_t key = tsr_ocl_hash(name, strlen(name), pkey);
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < s->num_entries; i++)
         if (s->entries[i].key == key) {
@@ -345,12 +346,18 @@ tsr_status tsr_ocl_kernel(tsr_context *ctx, const char *const *sources, int num_
             return TSR_OK;
         }
     tsr_status st = TSR_OK;
-    char *ktext = key_text(s, src_hash, options);
-    char path[1024];
-    bool cached = ktext && tsr_ocl_cache_path(s, ktext, path, sizeof path);
-    cl_program p = cached ? from_cache(s, path, ktext, options) : NULL;
-    if (!p) st = from_source(s, sources, num_sources, options, cached ? path : NULL, ktext ? ktext : "", &p);
-    free(ktext);
+    cl_program p = NULL;
+    for (int i = 0; i < s->num_entries && !p; i++) /* another kernel of a program we have */
+        if (s->entries[i].program_key == pkey && clRetainProgram(s->entries[i].program) == CL_SUCCESS)
+            p = s->entries[i].program;
+    if (!p) {
+        char *ktext = key_text(s, src_hash, options);
+        char path[1024];
+        bool cached = ktext && tsr_ocl_cache_path(s, ktext, path, sizeof path);
+        p = cached ? from_cache(s, path, ktext, options) : NULL;
+        if (!p) st = from_source(s, sources, num_sources, options, cached ? path : NULL, ktext ? ktext : "", &p);
+        free(ktext);
+    }
     cl_kernel k = NULL;
     if (!st) {
         cl_int e;
@@ -367,7 +374,7 @@ tsr_status tsr_ocl_kernel(tsr_context *ctx, const char *const *sources, int num_
         if (k) clReleaseKernel(k);
         if (p) clReleaseProgram(p);
     } else {
-        s->entries[s->num_entries++] = (tsr_ocl_entry){key, p, k};
+        s->entries[s->num_entries++] = (tsr_ocl_entry){key, pkey, p, k};
         *out = k;
     }
     pthread_mutex_unlock(&s->lock);
@@ -404,6 +411,32 @@ tsr_status tsr_ocl_launch(tsr_context *ctx, cl_kernel k, int dims, const size_t 
         snprintf(w, sizeof w, "%s: clEnqueueNDRangeKernel", who);
         return tsr_ocl_status(e, w);
     }
+    return TSR_OK;
+}
+
+tsr_status tsr_ocl_run(tsr_context *ctx, const char *const *sources, int num_sources, const char *options,
+                       const char *name, int dims, const size_t *global, const size_t *local, int num_args,
+                       const tsr_ocl_arg *args, const char *who) {
+    cl_kernel k;
+    tsr_status st = tsr_ocl_kernel(ctx, sources, num_sources, options, name, &k);
+    return st ? st : tsr_ocl_launch(ctx, k, dims, global, local, num_args, args, who);
+}
+
+tsr_status tsr_ocl_workspace(tsr_context *ctx, size_t bytes, cl_mem *out) {
+    tsr_ocl_state *s = tsr_ocl(ctx);
+    if (bytes > s->workspace_bytes) {
+        /* OpenCL frees a released buffer after the commands that use it */
+        if (s->workspace) clReleaseMemObject(s->workspace);
+        s->workspace = NULL;
+        s->workspace_bytes = 0;
+        size_t want = bytes < ((size_t)1 << 20) ? ((size_t)1 << 20) : bytes;
+        void *m = NULL;
+        tsr_status st = ocl_malloc(ctx, &m, want);
+        if (st) return st;
+        s->workspace = tsr_ocl_mem(m);
+        s->workspace_bytes = want;
+    }
+    *out = s->workspace;
     return TSR_OK;
 }
 

@@ -19,7 +19,7 @@
 /* A built program and one kernel of it, found by the hash of its sources,
  * options and kernel name. */
 typedef struct tsr_ocl_entry {
-    uint64_t key;
+    uint64_t key, program_key;
     cl_program program;
     cl_kernel kernel;
 } tsr_ocl_entry;
@@ -48,6 +48,8 @@ typedef struct tsr_ocl_state {
     char cache_dir[512];      /* "" = no disk cache */
     tsr_ocl_stats stats;
     cl_event last_event;      /* the last launch's event (profiling) */
+    cl_mem workspace;         /* scratch (transposed filters...); grows */
+    size_t workspace_bytes;
 } tsr_ocl_state;
 
 static inline tsr_ocl_state *tsr_ocl(const tsr_context *ctx) {
@@ -79,6 +81,15 @@ typedef struct tsr_ocl_arg {
 tsr_status tsr_ocl_launch(tsr_context *ctx, cl_kernel k, int dims, const size_t *global,
                           const size_t *local, int num_args, const tsr_ocl_arg *args,
                           const char *who);
+
+/* At least `bytes` of device scratch owned by ctx, valid until the next
+ * call on ctx (the in-order queue keeps reuse ordered). */
+tsr_status tsr_ocl_workspace(tsr_context *ctx, size_t bytes, cl_mem *out);
+
+/* A kernel from `sources` launched in one go (tsr_ocl_kernel + tsr_ocl_launch). */
+tsr_status tsr_ocl_run(tsr_context *ctx, const char *const *sources, int num_sources, const char *options,
+                       const char *name, int dims, const size_t *global, const size_t *local, int num_args,
+                       const tsr_ocl_arg *args, const char *who);
 
 /* Device time of the last launch on ctx in seconds (profiling events), or
  * a negative value when the queue does not profile. Waits for it. */

@@ -56,12 +56,9 @@ static void base_options(char *o, size_t n, const tsr_gemm_desc *d, const char *
 static tsr_status run_kernel(tsr_context *ctx, const tsr_gemm_problem *g, const char *opts, const char *name,
                              int nsrc, const size_t *global, const size_t *local, const char *who) {
     const char *srcs[] = {tsr_cl_common, tsr_cl_gemm, tsr_cl_gemm_tiled};
-    cl_kernel k;
-    tsr_status st = tsr_ocl_kernel(ctx, srcs, nsrc, opts, name, &k);
-    if (st) return st;
     gemm_args a;
     int na = gemm_args_fill(&a, g);
-    return tsr_ocl_launch(ctx, k, 3, global, local, na, a.list, who);
+    return tsr_ocl_run(ctx, srcs, nsrc, opts, name, 3, global, local, na, a.list, who);
 }
 
 /* ------------------------------------------------------------------ tiled */
@@ -251,7 +248,7 @@ static tsr_status generic_run(tsr_context *ctx, const tsr_problem *p, const tsr_
     char o[256];
     base_options(o, sizeof o, &g->d, "GENERIC");
     const size_t global[3] = {(size_t)g->d.n, (size_t)g->d.m, (size_t)g->d.batch};
-    return run_kernel(ctx, g, o, "generic", 2, global, NULL, "gemm.opencl.generic");
+    return run_kernel(ctx, g, o, "gemm_any", 2, global, NULL, "gemm.opencl.generic");
 }
 
 const tsr_kernel tsr_gemm_opencl_generic = {

@@ -140,7 +140,7 @@ inline int i32_result(int acc, int c, float alpha, float beta) {
 #endif
 }
 
-kernel void generic(GEMM_ARGS) {
+kernel void gemm_any(GEMM_ARGS) {
     const long j = get_global_id(0), i = get_global_id(1), b = get_global_id(2);
     if (i >= M || j >= N) return;
     const long a0 = b * sa, b0 = b * sb;
