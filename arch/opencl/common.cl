@@ -51,6 +51,9 @@ inline void st_f(global void *p, int dt, long i, float v) {
     else ((global float *)p)[i] = v;
 }
 
+/* tanh saturated explicitly: some drivers' tanh misbehaves far out */
+inline float tanh_f(float u) { return fabs(u) > 9.0f ? copysign(1.0f, u) : tanh(u); }
+
 /* Activations as tsr_activation_ref defines them. */
 inline float act_f(int a, float x) {
     switch (a) {
@@ -58,11 +61,11 @@ inline float act_f(int a, float x) {
     case 2: return x * 0.5f * (1.0f + erf(x * 0.70710678118654752f));
     case 3: {
         float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-        return 0.5f * x * (1.0f + tanh(u));
+        return 0.5f * x * (1.0f + tanh_f(u));
     }
     case 4: return x / (1.0f + exp(-x));
     case 5: return 1.0f / (1.0f + exp(-x));
-    case 6: return tanh(x);
+    case 6: return tanh_f(x);
     default: return x;
     }
 }

@@ -92,6 +92,7 @@ kernel void chain(gcptr X, int x_t, long8 xs, global void *Y, int y_t, long8 ys,
     st_f(Y, y_t, yo, v);
 }
 
+#ifdef RW
 /* Work-group sum of x (RW work-items); every work-item gets the total. */
 inline acc_t wg_sum(acc_t x, local acc_t *red) {
     const int t = get_local_id(0);
@@ -106,7 +107,6 @@ inline acc_t wg_sum(acc_t x, local acc_t *red) {
     return total;
 }
 
-#ifdef RW
 kernel __attribute__((reqd_work_group_size(RW, 1, 1)))
 void softmax(gcptr X, int x_t, long xrs, global void *Y, int y_t, long yrs, long cols) {
     local acc_t red[RW];
