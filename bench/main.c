@@ -17,6 +17,9 @@
 #ifdef TSR_BENCH_CUDA
 #include "cuda_suite.h"
 #endif
+#ifdef TSR_BENCH_OPENCL
+#include "opencl_suite.h"
+#endif
 
 #define MAX_IMPLS 3
 #define MAX_CASES 256
@@ -52,7 +55,7 @@ static void bench_peak(gb_state *st, void *arg) {
 }
 
 static void usage(void) {
-    puts("usage: tessera-bench [--op gemm|attention|rowwise] [--backend cpu|cuda] [--shapes NAME|FILE]...\n"
+    puts("usage: tessera-bench [--op gemm|attention|rowwise] [--backend cpu|cuda|opencl] [--shapes NAME|FILE]...\n"
          "                     [--impl tessera,onednn,openblas]\n"
          "                     [--threads N] [--dtypes f16,bf16,f32] [--summary] [--json FILE] [--quick]\n"
          "                     [Google Benchmark flags]\n"
@@ -60,10 +63,16 @@ static void usage(void) {
          "             sgemm path, decode vs memcpy bandwidth (CPU); or rowwise: softmax and norms\n"
          "             vs memcpy of the same bytes (CPU)\n"
          "  --backend  cpu (default): against oneDNN and OpenBLAS; cuda: against cuBLAS and cuBLASLt,\n"
-         "             with the GPU's mma.sync/FMA peaks and copy bandwidth measured in the same run\n"
+         "             with the GPU's mma.sync/FMA peaks and copy bandwidth measured in the same run;\n"
+         "             opencl: GEMM and ResNet-50 convolutions against CLBlast as shipped (clblast) and\n"
+         "             with its own tuner's best parameters (clblast_tuned), plus Tessera's CPU GEMM\n"
+         "             (tessera_cpu) when the device is the CPU; TESSERA_OPENCL_DEVICE picks the device\n"
+         "  --first-result  opencl: time a new process to its first GEMM result, cold and warm binary cache\n"
+         "  --clblast-tune-timeout S  opencl: budget for clblast_tuner_xgemm when no result is cached\n"
+         "             (default 2400 s, --quick 600 s)\n"
          "  --shapes   a set in bench/shapes (square, skinny, llama, quick, gpu_square) or a file;\n"
          "             repeatable (default cpu: square, skinny, llama; cuda: gpu_square, llama;\n"
-         "             --quick: quick)\n"
+         "             opencl: opencl_square, opencl_skinny; --quick: quick)\n"
          "  --threads  threads for every CPU implementation (default: all cores)\n"
          "  --dtypes   cuda: the GEMM/elementwise dtypes (default f16,bf16,f32)\n"
          "  --summary  print a table of GFLOP/s, ratios to each vendor and % of the measured peak\n"
@@ -101,7 +110,14 @@ static void cross_check(gemm_case *group, int n) {
 
 int main(int argc, char **argv) {
     const char *sets[16];
-    int nsets = 0, summary = 0, quick = 0;
+    int nsets = 0, summary = 0, quick = 0, first_result = 0, tune_timeout = 0;
+    if (argc == 3 && !strcmp(argv[1], "--first-result-child")) {
+#ifdef TSR_BENCH_OPENCL
+        return opencl_first_result_child(argv[2]);
+#else
+        return 2;
+#endif
+    }
     char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "", backend[16] = "cpu", op[16] = "gemm", dtypes[64] = "f16,bf16,f32";
     threads = omp_get_num_procs();
     /* our flags out, Google Benchmark's through */
@@ -112,6 +128,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(), 0;
         else if (!strcmp(argv[i], "--summary")) summary = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--first-result")) first_result = 1;
+        else if (!strcmp(argv[i], "--clblast-tune-timeout") && i + 1 < argc) tune_timeout = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc && nsets < 16) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--impl") && i + 1 < argc) snprintf(impl_list, sizeof impl_list, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -125,15 +143,28 @@ int main(int argc, char **argv) {
         } else gb_argv[gb_argc++] = argv[i];
     }
     if (threads < 1) return fprintf(stderr, "tessera-bench: --threads must be >= 1\n"), 2;
-    int cuda = !strcmp(backend, "cuda");
-    if (!cuda && strcmp(backend, "cpu"))
-        return fprintf(stderr, "tessera-bench: --backend must be cpu or cuda, not '%s'\n", backend), 2;
+    int cuda = !strcmp(backend, "cuda"), opencl = !strcmp(backend, "opencl");
+    if (!cuda && !opencl && strcmp(backend, "cpu"))
+        return fprintf(stderr, "tessera-bench: --backend must be cpu, cuda or opencl, not '%s'\n", backend), 2;
     if (nsets == 0) {
         if (quick) sets[nsets++] = "quick";
+        else if (opencl) sets[nsets++] = "opencl_square", sets[nsets++] = "opencl_skinny";
         else if (cuda) sets[nsets++] = "gpu_square", sets[nsets++] = "llama";
         else sets[nsets++] = "square", sets[nsets++] = "skinny", sets[nsets++] = "llama";
     }
     gb_initialize(&gb_argc, gb_argv);
+    if (opencl) {
+        if (strcmp(op, "gemm"))
+            return fprintf(stderr, "tessera-bench: --backend opencl runs --op gemm (with convolutions)\n"), 2;
+#ifdef TSR_BENCH_OPENCL
+        opencl_bench_options oo = {sets, nsets, quick, summary, threads, first_result,
+                                   tune_timeout > 0 ? tune_timeout : quick ? 600 : 2400, argv[0]};
+        return opencl_suite_main(&oo);
+#else
+        printf("SKIP opencl: tessera-bench was built without OpenCL or CLBlast\n");
+        return 0;
+#endif
+    }
     if (!strcmp(op, "attention")) {
         if (cuda) return fprintf(stderr, "tessera-bench: --op attention runs on the CPU backend only so far\n"), 2;
         return attention_suite_main(threads, quick, summary);

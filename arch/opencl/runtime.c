@@ -190,7 +190,22 @@ tsr_status tsr_opencl_backend_init(tsr_context *ctx, const tsr_context_options *
         return tsr_fail(TSR_ERR_NO_DEVICE, "context_create: opencl: no OpenCL device (%s)",
                         err != CL_SUCCESS ? "the ICD loader found no platform" : "no platform lists a device");
     const char *sel = getenv("TESSERA_OPENCL_DEVICE");
-    int pick = choose(devs, n, opts->device, sel);
+    int pick = -1;
+    cl_command_queue user_q = (cl_command_queue)opts->stream;
+    cl_context user_ctx = NULL;
+    if (user_q) { /* the caller's queue decides: its device and context */
+        cl_device_id qd = NULL;
+        if (clGetCommandQueueInfo(user_q, CL_QUEUE_DEVICE, sizeof qd, &qd, NULL) != CL_SUCCESS ||
+            clGetCommandQueueInfo(user_q, CL_QUEUE_CONTEXT, sizeof user_ctx, &user_ctx, NULL) != CL_SUCCESS)
+            return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "context_create: opencl: opts->stream is not a cl_command_queue");
+        for (int i = 0; i < n && pick < 0; i++)
+            if (devs[i].device == qd) pick = i;
+        if (pick < 0)
+            return tsr_fail(TSR_ERR_NO_DEVICE, "context_create: opencl: the queue's device is not among the %d found", n);
+        sel = NULL;
+    } else {
+        pick = choose(devs, n, opts->device, sel);
+    }
     if (pick < 0) {
         if (sel && *sel)
             return tsr_fail(TSR_ERR_NO_DEVICE, "context_create: opencl: TESSERA_OPENCL_DEVICE=%s matches none of the %d devices",
@@ -205,14 +220,19 @@ tsr_status tsr_opencl_backend_init(tsr_context *ctx, const tsr_context_options *
     s->device = devs[pick].device;
     ctx->backend_state = s;
     ctx->ops = &ocl_ops;
-    cl_int e;
-    s->context = clCreateContext(NULL, 1, &s->device, NULL, NULL, &e);
+    cl_int e = CL_SUCCESS;
+    if (user_ctx) {
+        e = clRetainContext(user_ctx);
+        s->context = e == CL_SUCCESS ? user_ctx : NULL;
+    } else {
+        s->context = clCreateContext(NULL, 1, &s->device, NULL, NULL, &e);
+    }
     if (e != CL_SUCCESS) {
         ocl_destroy(ctx);
         return tsr_ocl_status(e, "context_create: clCreateContext");
     }
-    if (opts->stream) {
-        s->queue = (cl_command_queue)opts->stream;
+    if (user_q) {
+        s->queue = user_q;
     } else {
         s->queue = clCreateCommandQueue(s->context, s->device, CL_QUEUE_PROFILING_ENABLE, &e);
         if (e != CL_SUCCESS) {
