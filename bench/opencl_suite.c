@@ -416,8 +416,11 @@ static void summary(void) {
                 char name[192];
                 case_name(&cases[i + k], name, sizeof name);
                 g[k] = 0;
-                for (int j = 0; j < nr; j++)
-                    if (!strcmp(r[j].name, name) && !r[j].error) g[k] = r[j].gflops;
+                const size_t len = strlen(name);
+                for (int j = 0; j < nr; j++) /* Google Benchmark appends /real_time */
+                    if (!strncmp(r[j].name, name, len) && (r[j].name[len] == 0 || r[j].name[len] == '/') &&
+                        !r[j].error)
+                        g[k] = r[j].gflops;
             }
             case_name(c, shape, sizeof shape);
             *strrchr(shape, '/') = 0;

@@ -3,7 +3,6 @@
  * program's -D defines; built programs are cached in memory and on disk
  * (arch/opencl). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../../arch/opencl/runtime.h"
@@ -110,8 +109,6 @@ static tsr_status tiled_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     const tsr_gemm_problem *g = &p->u.gemm;
     tsr_schedule t = *s;
     if (!tiled_valid(p, ctx, &t)) tiled_default(p, ctx, &t);
-    const char *dbg = getenv("TSR_OCL_TILED"); /* XXX */
-    if (dbg) sscanf(dbg, "%d,%d,%d,%d,%d,%d", &t.v[0], &t.v[1], &t.v[2], &t.v[3], &t.v[4], &t.v[5]);
     char o[512];
     base_options(o, sizeof o, &g->d, "TILED");
     for (int i = 0; i < 6; i++) {
@@ -133,10 +130,10 @@ const tsr_kernel tsr_gemm_opencl_tiled = {
 
 /* ---------------------------------------------------------------- blocked */
 
-static const int rm_values[] = {2, 4, 6, 8};
+static const int rm_values[] = {1, 2, 4, 6, 8};
 static const int bvw_values[] = {4, 8, 16};
 static const int bwg_values[] = {0, 4, 16, 64};
-static const tsr_knob blocked_knobs[] = {{"rm", 4, rm_values}, {"vw", 3, bvw_values}, {"wg", 4, bwg_values}};
+static const tsr_knob blocked_knobs[] = {{"rm", 5, rm_values}, {"vw", 3, bvw_values}, {"wg", 4, bwg_values}};
 enum { K_RM, K_BVW, K_BWG };
 
 static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
@@ -154,8 +151,11 @@ static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const ts
 }
 
 static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
-    (void)p, (void)ctx;
-    s->v[K_RM] = 6;
+    (void)ctx;
+    const int64_t m = p->u.gemm.d.m;
+    /* register blocks of 6 x 8 (12 of 16 ymm registers); fewer rows for
+     * skinny problems, whose B panel streams once per row block */
+    s->v[K_RM] = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : m <= 8 ? 8 : 6;
     s->v[K_BVW] = 8;
     s->v[K_BWG] = 16;
 }
@@ -164,8 +164,6 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
     const tsr_gemm_problem *g = &p->u.gemm;
     tsr_schedule t = *s;
     if (!blocked_valid(p, ctx, &t)) blocked_default(p, ctx, &t);
-    const char *dbg = getenv("TSR_OCL_BLOCKED"); /* XXX */
-    if (dbg) sscanf(dbg, "%d,%d,%d", &t.v[0], &t.v[1], &t.v[2]);
     char o[512];
     base_options(o, sizeof o, &g->d, "BLOCKED");
     tsr_ocl_define(o, sizeof o, "RM", t.v[K_RM]);
