@@ -133,8 +133,10 @@ const tsr_kernel tsr_gemm_opencl_tiled = {
 static const int rm_values[] = {1, 2, 4, 6, 8};
 static const int bvw_values[] = {4, 8, 16};
 static const int bwg_values[] = {0, 4, 16, 64};
-static const tsr_knob blocked_knobs[] = {{"rm", 5, rm_values}, {"vw", 3, bvw_values}, {"wg", 4, bwg_values}};
-enum { K_RM, K_BVW, K_BWG };
+static const int order_values[] = {0, 1};
+static const tsr_knob blocked_knobs[] = {
+    {"rm", 5, rm_values}, {"vw", 3, bvw_values}, {"wg", 4, bwg_values}, {"mfast", 2, order_values}};
+enum { K_RM, K_BVW, K_BWG, K_MFAST };
 
 static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
     if (!on_opencl(ctx, "gemm.opencl.blocked", why, why_len)) return false;
@@ -147,7 +149,7 @@ static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char 
 static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)p;
     return s->v[K_RM] >= 1 && s->v[K_RM] <= 8 && (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
-           s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg;
+           s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg && (unsigned)s->v[K_MFAST] <= 1;
 }
 
 static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
@@ -158,6 +160,7 @@ static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_sc
     s->v[K_RM] = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : m <= 8 ? 8 : 6;
     s->v[K_BVW] = 8;
     s->v[K_BWG] = 16;
+    s->v[K_MFAST] = 0;
 }
 
 static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
@@ -168,15 +171,17 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
     base_options(o, sizeof o, &g->d, "BLOCKED");
     tsr_ocl_define(o, sizeof o, "RM", t.v[K_RM]);
     tsr_ocl_define(o, sizeof o, "VW", t.v[K_BVW]);
+    tsr_ocl_define(o, sizeof o, "MFAST", t.v[K_MFAST]);
     const size_t local[3] = {(size_t)t.v[K_BWG], 1, 1};
-    const size_t global[3] = {(size_t)((g->d.n + t.v[K_BVW] - 1) / t.v[K_BVW]),
-                              (size_t)((g->d.m + t.v[K_RM] - 1) / t.v[K_RM]), (size_t)g->d.batch};
+    const size_t cols = (size_t)((g->d.n + t.v[K_BVW] - 1) / t.v[K_BVW]),
+                 rows = (size_t)((g->d.m + t.v[K_RM] - 1) / t.v[K_RM]);
+    const size_t global[3] = {t.v[K_MFAST] ? rows : cols, t.v[K_MFAST] ? cols : rows, (size_t)g->d.batch};
     return run_kernel(ctx, g, o, "blocked", 2, global, t.v[K_BWG] ? local : NULL, "gemm.opencl.blocked");
 }
 
 const tsr_kernel tsr_gemm_opencl_blocked = {
     .name = "gemm.opencl.blocked", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
-    .supports = blocked_supports, .num_knobs = 3, .knobs = blocked_knobs,
+    .supports = blocked_supports, .num_knobs = 4, .knobs = blocked_knobs,
     .default_schedule = blocked_default, .schedule_valid = blocked_valid, .run = blocked_run,
 };
 

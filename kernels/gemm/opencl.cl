@@ -80,7 +80,11 @@ kernel void direct(GEMM_ARGS) {
  * no local memory, no barriers), A as 4-wide vectors along k when it is
  * k-contiguous. The micro-kernel of a BLAS, written once in OpenCL C. */
 kernel void blocked(GEMM_ARGS) {
+#if MFAST /* neighbouring work-items share a column panel of B (kept in cache) */
+    const long i0 = get_global_id(0) * RM, j0 = get_global_id(1) * VW, b = get_global_id(2);
+#else /* neighbouring work-items share rows of A */
     const long j0 = get_global_id(0) * VW, i0 = get_global_id(1) * RM, b = get_global_id(2);
+#endif
     if (j0 >= N || i0 >= M) return;
     global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb;
     realv acc[RM];
