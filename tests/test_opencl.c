@@ -191,44 +191,41 @@ static const ccase gemm_cases[] = {
 };
 enum { NG = sizeof gemm_cases / sizeof gemm_cases[0] };
 
-START_TEST(gemm_blocked_knobs) {
+/* Kernel `name` with each schedule on every case of gemm_cases. */
+static void sweep(const char *name, const tsr_schedule *list, int n, int at_least) {
     tsr_context *ctx = ocl_context(), *ref = tt_ref_context();
     if (!ctx) return tsr_context_destroy(ref), (void)0;
-    const tsr_kernel *k = tt_kernel("gemm.opencl.blocked");
+    const tsr_kernel *k = tt_kernel(name);
     int ran = 0;
-    for (int rm = 0; rm < k->knobs[0].num_values; rm++)
-        for (int vw = 0; vw < k->knobs[1].num_values; vw++)
-            for (size_t ci = 0; ci < NG; ci++) {
-                tsr_schedule s;
-                memset(&s, 0, sizeof s);
-                s.v[0] = k->knobs[0].values[rm], s.v[1] = k->knobs[1].values[vw];
-                s.v[2] = k->knobs[2].values[(rm + vw + (int)ci) % k->knobs[2].num_values];
-                ran += tt_gemm_kernel_check(ctx, ref, k, &gemm_cases[ci], &s);
-            }
-    printf("opencl: gemm.opencl.blocked: %d kernel runs checked\n", ran);
-    ck_assert_int_ge(ran, 60);
+    for (int i = 0; i < n; i++)
+        for (size_t ci = 0; ci < NG; ci++) ran += tt_gemm_kernel_check(ctx, ref, k, &gemm_cases[ci], &list[i]);
+    printf("opencl: %s: %d kernel runs checked\n", name, ran);
+    ck_assert_int_ge(ran, at_least);
     tsr_context_destroy(ctx), tsr_context_destroy(ref);
+}
+
+START_TEST(gemm_blocked_knobs) {
+    const tsr_kernel *k = tt_kernel("gemm.opencl.blocked");
+    tsr_schedule list[64];
+    int n = 0;
+    for (int rm = 0; rm < k->knobs[0].num_values; rm++)
+        for (int vw = 0; vw < k->knobs[1].num_values; vw++, n++) {
+            memset(&list[n], 0, sizeof list[n]);
+            list[n].v[0] = k->knobs[0].values[rm], list[n].v[1] = k->knobs[1].values[vw];
+            list[n].v[2] = k->knobs[2].values[(rm + vw) % k->knobs[2].num_values];
+            list[n].v[3] = (rm + vw) % 2;
+        }
+    sweep(k->name, list, n, 60);
 }
 END_TEST
 
 START_TEST(gemm_tiled_knobs) {
-    tsr_context *ctx = ocl_context(), *ref = tt_ref_context();
-    if (!ctx) return tsr_context_destroy(ref), (void)0;
-    const tsr_kernel *k = tt_kernel("gemm.opencl.tiled");
     /* mwg nwg kwg mdimc ndimc vw: a spread of legal configurations */
     const int cfgs[][6] = {{16, 16, 8, 4, 4, 1},   {32, 64, 16, 8, 8, 2}, {64, 32, 32, 8, 4, 4},
                            {64, 64, 16, 16, 8, 8}, {128, 16, 8, 16, 4, 1}, {16, 128, 32, 4, 16, 2}};
-    int ran = 0;
-    for (size_t c = 0; c < sizeof cfgs / sizeof cfgs[0]; c++)
-        for (size_t ci = 0; ci < NG; ci++) {
-            tsr_schedule s;
-            memset(&s, 0, sizeof s);
-            memcpy(s.v, cfgs[c], sizeof cfgs[c]);
-            ran += tt_gemm_kernel_check(ctx, ref, k, &gemm_cases[ci], &s);
-        }
-    printf("opencl: gemm.opencl.tiled: %d kernel runs checked\n", ran);
-    ck_assert_int_ge(ran, 36);
-    tsr_context_destroy(ctx), tsr_context_destroy(ref);
+    tsr_schedule list[6];
+    for (int c = 0; c < 6; c++) memset(&list[c], 0, sizeof list[c]), memcpy(list[c].v, cfgs[c], sizeof cfgs[c]);
+    sweep("gemm.opencl.tiled", list, 6, 36);
 }
 END_TEST
 

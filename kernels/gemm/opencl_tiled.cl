@@ -28,22 +28,16 @@ void tiled(TILED_ARGS) {
         for (int j = 0; j < NWV; j++) acc[i][j] = (realv)0.0f;
 
     for (long k0 = 0; k0 < TILE_K; k0 += KWG) {
-        for (int idx = tid; idx < KWG * MWG; idx += WGS) {
-#if A_KFAST
-            const int kk = idx % KWG, mm = idx / KWG;
-#else
-            const int kk = idx / MWG, mm = idx % MWG;
-#endif
-            As[kk * MWG + mm] = LOAD_A(b, m0 + mm, k0 + kk);
+        /* the k-contiguous operand is filled k fastest (coalesced reads) */
+#define FILL(S, XWG, KFAST, LOAD)                                   \
+        for (int idx = tid; idx < KWG * XWG; idx += WGS) {          \
+            const int kk = KFAST ? idx % KWG : idx / XWG;           \
+            const int xx = KFAST ? idx / KWG : idx % XWG;           \
+            S[kk * XWG + xx] = LOAD;                                \
         }
-        for (int idx = tid; idx < KWG * NWG; idx += WGS) {
-#if B_KFAST
-            const int kk = idx % KWG, nn = idx / KWG;
-#else
-            const int kk = idx / NWG, nn = idx % NWG;
-#endif
-            Bs[kk * NWG + nn] = LOAD_B(b, k0 + kk, n0 + nn);
-        }
+        FILL(As, MWG, A_KFAST, LOAD_A(b, m0 + xx, k0 + kk))
+        FILL(Bs, NWG, B_KFAST, LOAD_B(b, k0 + kk, n0 + xx))
+#undef FILL
         barrier(CLK_LOCAL_MEM_FENCE);
         for (int kk = 0; kk < KWG; kk++) {
             float a[MWI];
