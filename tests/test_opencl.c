@@ -188,6 +188,7 @@ static const ccase gemm_cases[] = {
     {29, 150, 47, 1, 1, 3, TSR_F16, TSR_F32, 1, 0, 1},
     {33, 19, 0, 0, 0, 5, TSR_F32, TSR_F32, 1, 0.5f, 1},    /* k == 0 */
     {5, 200, 130, 0, 0, 6, TSR_BF16, TSR_BF16, 1, 0, 3},
+    {3, 700, 45, 1, 0, 1, TSR_F32, TSR_F32, 1, 0.5f, 2},   /* decode-like, past a 512 run */
 };
 enum { NG = sizeof gemm_cases / sizeof gemm_cases[0] };
 
@@ -214,8 +215,17 @@ START_TEST(gemm_blocked_knobs) {
             list[n].v[0] = k->knobs[0].values[rm], list[n].v[1] = k->knobs[1].values[vw];
             list[n].v[2] = k->knobs[2].values[(rm + vw) % k->knobs[2].num_values];
             list[n].v[3] = (rm + vw) % 2;
+            list[n].v[4] = rm % 2; /* B packed into panels, or read in place */
         }
     sweep(k->name, list, n, 60);
+}
+END_TEST
+
+START_TEST(gemm_rows_knobs) {
+    const tsr_kernel *k = tt_kernel("gemm.opencl.rows");
+    tsr_schedule list[4];
+    for (int i = 0; i < 4; i++) memset(&list[i], 0, sizeof list[i]), list[i].v[0] = k->knobs[0].values[i];
+    sweep(k->name, list, 4, 8);
 }
 END_TEST
 
@@ -331,6 +341,7 @@ int main(void) {
     TCase *kn = tcase_create("knobs");
     tcase_set_timeout(kn, 600);
     tcase_add_test(kn, gemm_blocked_knobs);
+    tcase_add_test(kn, gemm_rows_knobs);
     tcase_add_test(kn, gemm_tiled_knobs);
     tcase_add_test(kn, gemm_direct_and_generic);
     tcase_add_test(kn, conv_igemm_knobs);

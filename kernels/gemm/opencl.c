@@ -60,6 +60,8 @@ static tsr_status run_kernel(tsr_context *ctx, const tsr_gemm_problem *g, const 
     return tsr_ocl_run(ctx, srcs, nsrc, opts, name, 3, global, local, na, a.list, who);
 }
 
+enum { DIRECT_MAX_M = 16 }; /* the direct kernel's rows */
+
 /* ------------------------------------------------------------------ tiled */
 
 static const int mwg_values[] = {16, 32, 64, 128};
@@ -134,22 +136,28 @@ static const int rm_values[] = {1, 2, 4, 6, 8};
 static const int bvw_values[] = {4, 8, 16};
 static const int bwg_values[] = {0, 4, 16, 64};
 static const int order_values[] = {0, 1};
-static const tsr_knob blocked_knobs[] = {
-    {"rm", 5, rm_values}, {"vw", 3, bvw_values}, {"wg", 4, bwg_values}, {"mfast", 2, order_values}};
-enum { K_RM, K_BVW, K_BWG, K_MFAST };
+static const tsr_knob blocked_knobs[] = {{"rm", 5, rm_values},
+                                         {"vw", 3, bvw_values},
+                                         {"wg", 4, bwg_values},
+                                         {"mfast", 2, order_values},
+                                         {"packb", 2, order_values}};
+enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB };
 
 static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
     if (!on_opencl(ctx, "gemm.opencl.blocked", why, why_len)) return false;
     const tsr_gemm_desc *d = &p->u.gemm.d;
-    if (d->a_dtype != TSR_F32 || d->trans_b)
-        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.blocked takes f32 with B n-contiguous"), false;
+    if (d->a_dtype != TSR_F32)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.blocked takes f32"), false;
+    if (d->trans_b && d->m <= DIRECT_MAX_M) /* x W^T decode: the direct kernel reads W once */
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.blocked: B transposed and m <= %d",
+                       DIRECT_MAX_M), false;
     return true;
 }
 
 static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
-    (void)p;
     return s->v[K_RM] >= 1 && s->v[K_RM] <= 8 && (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
-           s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg && (unsigned)s->v[K_MFAST] <= 1;
+           s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg && (unsigned)s->v[K_MFAST] <= 1 &&
+           (unsigned)s->v[K_PACKB] <= 1 && (s->v[K_PACKB] || !p->u.gemm.d.trans_b);
 }
 
 static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
@@ -161,6 +169,9 @@ static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_sc
     s->v[K_BVW] = 8;
     s->v[K_BWG] = 16;
     s->v[K_MFAST] = 0;
+    /* packing B costs a pass over it: worth it when each panel is reused by
+     * many row blocks, and needed when B is k-contiguous */
+    s->v[K_PACKB] = p->u.gemm.d.trans_b || m >= 64;
 }
 
 static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
@@ -172,17 +183,83 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
     tsr_ocl_define(o, sizeof o, "RM", t.v[K_RM]);
     tsr_ocl_define(o, sizeof o, "VW", t.v[K_BVW]);
     tsr_ocl_define(o, sizeof o, "MFAST", t.v[K_MFAST]);
+    tsr_ocl_define(o, sizeof o, "PACKB", t.v[K_PACKB]);
+    tsr_gemm_problem packed = *g;
+    if (t.v[K_PACKB]) {
+        const int64_t vw = t.v[K_BVW], np = (g->d.n + vw - 1) / vw * vw;
+        cl_mem bp;
+        tsr_status st = tsr_ocl_workspace(ctx, (size_t)(np * g->d.k * g->d.batch) * sizeof(float), &bp);
+        if (st) return st;
+        cl_long N = g->d.n, K = g->d.k, ldb = g->d.ldb, sb = g->d.stride_b;
+        cl_mem B = tsr_ocl_mem(g->b);
+        const tsr_ocl_arg args[] = {TSR_CL_ARG(N), TSR_CL_ARG(K), TSR_CL_ARG(B), TSR_CL_ARG(ldb), TSR_CL_ARG(sb),
+                                    TSR_CL_ARG(bp)};
+        const char *srcs[] = {tsr_cl_common, tsr_cl_gemm};
+        const size_t pg[3] = {(size_t)np, (size_t)g->d.k, (size_t)g->d.batch};
+        st = tsr_ocl_run(ctx, srcs, 2, o, "pack_b", 3, pg, NULL, 6, args, "gemm.opencl.blocked");
+        if (st) return st;
+        packed.b = bp;
+    }
     const size_t local[3] = {(size_t)t.v[K_BWG], 1, 1};
     const size_t cols = (size_t)((g->d.n + t.v[K_BVW] - 1) / t.v[K_BVW]),
                  rows = (size_t)((g->d.m + t.v[K_RM] - 1) / t.v[K_RM]);
     const size_t global[3] = {t.v[K_MFAST] ? rows : cols, t.v[K_MFAST] ? cols : rows, (size_t)g->d.batch};
-    return run_kernel(ctx, g, o, "blocked", 2, global, t.v[K_BWG] ? local : NULL, "gemm.opencl.blocked");
+    return run_kernel(ctx, &packed, o, "blocked", 2, global, t.v[K_BWG] ? local : NULL, "gemm.opencl.blocked");
 }
 
 const tsr_kernel tsr_gemm_opencl_blocked = {
     .name = "gemm.opencl.blocked", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
-    .supports = blocked_supports, .num_knobs = 4, .knobs = blocked_knobs,
+    .supports = blocked_supports, .num_knobs = 5, .knobs = blocked_knobs,
     .default_schedule = blocked_default, .schedule_valid = blocked_valid, .run = blocked_run,
+};
+
+/* ------------------------------------------------------------------- rows */
+
+static const int nc_values[] = {64, 128, 256, 512};
+static const tsr_knob rows_knobs[] = {{"nc", 4, nc_values}};
+enum { ROWS_MAX_M = 8 };
+
+static bool rows_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    if (!on_opencl(ctx, "gemm.opencl.rows", why, why_len)) return false;
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (d->a_dtype != TSR_F32 || d->trans_b || d->m > ROWS_MAX_M)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                       "gemm.opencl.rows takes f32, B n-contiguous, m <= %d", ROWS_MAX_M), false;
+    return true;
+}
+
+static bool rows_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)p, (void)ctx;
+    return s->v[0] == 64 || s->v[0] == 128 || s->v[0] == 256 || s->v[0] == 512;
+}
+
+static void rows_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    (void)ctx;
+    /* wide runs of B for few rows; at least ~2 work-items per compute unit */
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    s->v[0] = d->m <= 4 ? 256 : 64;
+    while (s->v[0] > 64 && d->n / s->v[0] < 4 * ctx->compute_units) s->v[0] /= 2;
+}
+
+static tsr_status rows_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_schedule t = *s;
+    if (!rows_valid(p, ctx, &t)) rows_default(p, ctx, &t);
+    char o[512];
+    base_options(o, sizeof o, &g->d, "ROWS");
+    int mr = 1;
+    while (mr < g->d.m) mr *= 2;
+    tsr_ocl_define(o, sizeof o, "MR", mr);
+    tsr_ocl_define(o, sizeof o, "NC", t.v[0]);
+    tsr_ocl_define(o, sizeof o, "VW", 8);
+    const size_t global[3] = {(size_t)((g->d.n + t.v[0] - 1) / t.v[0]), (size_t)g->d.batch, 1};
+    return run_kernel(ctx, g, o, "rows", 2, global, NULL, "gemm.opencl.rows");
+}
+
+const tsr_kernel tsr_gemm_opencl_rows = {
+    .name = "gemm.opencl.rows", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
+    .supports = rows_supports, .num_knobs = 1, .knobs = rows_knobs,
+    .default_schedule = rows_default, .schedule_valid = rows_valid, .run = rows_run,
 };
 
 /* ----------------------------------------------------------------- direct */
@@ -191,7 +268,6 @@ static const int wgs_values[] = {16, 32, 64, 128, 256};
 static const int kv_values[] = {1, 4, 8};
 static const tsr_knob direct_knobs[] = {{"wgs", 5, wgs_values}, {"kv", 3, kv_values}};
 enum { K_WGS, K_KV };
-enum { DIRECT_MAX_M = 16 };
 
 static bool direct_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
     if (!on_opencl(ctx, "gemm.opencl.direct", why, why_len)) return false;

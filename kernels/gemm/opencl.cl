@@ -79,6 +79,19 @@ kernel void direct(GEMM_ARGS) {
  * registers, A and B read straight from global memory (caches on CPUs;
  * no local memory, no barriers), A as 4-wide vectors along k when it is
  * k-contiguous. The micro-kernel of a BLAS, written once in OpenCL C. */
+#if PACKB
+/* B (any transpose) as panels of VW columns, each K x VW contiguous and zero
+ * padded past N: the blocked kernel then streams its panel (no strided walk
+ * down B's columns, no TLB miss per row). Bp[b][j / VW][q][j % VW]. */
+kernel void pack_b(long N, long K, gcptr B, long ldb, long sb, global float *Bp) {
+    const long j = get_global_id(0), q = get_global_id(1), b = get_global_id(2);
+    const long NP = (N + VW - 1) / VW * VW;
+    if (j >= NP || q >= K) return;
+    Bp[b * NP * K + (j / VW) * K * VW + q * VW + j % VW] =
+        j < N ? ld_f(B, DT_F32, b * sb + b_index(ldb, q, j)) : 0.0f;
+}
+#endif
+
 kernel void blocked(GEMM_ARGS) {
 #if MFAST /* neighbouring work-items share a column panel of B (kept in cache) */
     const long i0 = get_global_id(0) * RM, j0 = get_global_id(1) * VW, b = get_global_id(2);
@@ -86,7 +99,14 @@ kernel void blocked(GEMM_ARGS) {
     const long j0 = get_global_id(0) * VW, i0 = get_global_id(1) * RM, b = get_global_id(2);
 #endif
     if (j0 >= N || i0 >= M) return;
+#if PACKB /* B is the packed panels (ldb and sb unused) */
+    global const float *Af = (global const float *)A + b * sa;
+    global const float *Bf = (global const float *)B + b * ((N + VW - 1) / VW * VW) * K + j0 * K;
+#define BROW(q) (Bf + (q) * VW)
+#else
     global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb;
+#define BROW(q) (Bf + (q) * ldb + j0)
+#endif
     realv acc[RM];
     long arow[RM];
     for (int r = 0; r < RM; r++) {
@@ -95,12 +115,12 @@ kernel void blocked(GEMM_ARGS) {
         acc[r] = (realv)0.0f;
     }
     const long astep = TRANS_A ? lda : 1;
-    if (j0 + VW <= N) {
+    if (PACKB || j0 + VW <= N) {
         long q = 0;
 #if !TRANS_A
         for (; q + 4 <= K; q += 4) {
-            const realv b0 = VLOADV(0, Bf + q * ldb + j0), b1 = VLOADV(0, Bf + (q + 1) * ldb + j0);
-            const realv b2 = VLOADV(0, Bf + (q + 2) * ldb + j0), b3 = VLOADV(0, Bf + (q + 3) * ldb + j0);
+            const realv b0 = VLOADV(0, BROW(q)), b1 = VLOADV(0, BROW(q + 1));
+            const realv b2 = VLOADV(0, BROW(q + 2)), b3 = VLOADV(0, BROW(q + 3));
             for (int r = 0; r < RM; r++) {
                 const float4 a = vload4(0, Af + arow[r] + q);
                 acc[r] = fma((realv)a.s0, b0, acc[r]);
@@ -111,9 +131,10 @@ kernel void blocked(GEMM_ARGS) {
         }
 #endif
         for (; q < K; q++) {
-            const realv bv = VLOADV(0, Bf + q * ldb + j0);
+            const realv bv = VLOADV(0, BROW(q));
             for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
         }
+#undef BROW
     } else { /* the right edge: columns past N read as 0 */
         for (long q = 0; q < K; q++) {
             float t[VW];
@@ -127,6 +148,51 @@ kernel void blocked(GEMM_ARGS) {
         VSTOREV(acc[r], 0, out);
         for (int v = 0; v < VW && j0 + v < N; v++) GEMM_STORE(b, i0 + r, j0 + v, out[v]);
     }
+}
+#endif
+
+#ifdef ROWS
+/* f32, B n-contiguous, M <= MR rows (decode, GEMV): a work-item owns NC
+ * columns of C for all rows and walks B row by row, so B streams from
+ * memory in contiguous NC-wide runs (no strided walk down columns, no TLB
+ * miss per element); the accumulators live in private memory (L1 on CPUs). */
+kernel void rows(GEMM_ARGS) {
+    const long j0 = get_global_id(0) * NC, b = get_global_id(1);
+    if (j0 >= N) return;
+    global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb + j0;
+    realv acc[MR][NC / VW];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NC / VW; v++) acc[r][v] = (realv)0.0f;
+    long arow[MR];
+    for (int r = 0; r < MR; r++) arow[r] = a_index(lda, r < M ? r : M - 1, 0);
+    const long astep = TRANS_A ? lda : 1;
+    if (j0 + NC <= N) {
+        for (long q = 0; q < K; q++) {
+            global const float *brow = Bf + q * ldb;
+            float a[MR];
+            for (int r = 0; r < MR; r++) a[r] = Af[arow[r] + q * astep];
+            for (int v = 0; v < NC / VW; v++) {
+                const realv bv = VLOADV(v, brow);
+                for (int r = 0; r < MR; r++) acc[r][v] = fma((realv)a[r], bv, acc[r][v]);
+            }
+        }
+    } else { /* the right edge: columns past N read as 0 */
+        for (long q = 0; q < K; q++) {
+            global const float *brow = Bf + q * ldb;
+            for (int v = 0; v < NC / VW; v++) {
+                float t[VW];
+                for (int e = 0; e < VW; e++) t[e] = j0 + v * VW + e < N ? brow[v * VW + e] : 0.0f;
+                const realv bv = VLOADV(0, t);
+                for (int r = 0; r < MR; r++) acc[r][v] = fma((realv)Af[arow[r] + q * astep], bv, acc[r][v]);
+            }
+        }
+    }
+    for (int r = 0; r < MR && r < M; r++)
+        for (int v = 0; v < NC / VW; v++) {
+            float out[VW];
+            VSTOREV(acc[r][v], 0, out);
+            for (int e = 0; e < VW && j0 + v * VW + e < N; e++) GEMM_STORE(b, (long)r, j0 + v * VW + e, out[e]);
+        }
 }
 #endif
 
