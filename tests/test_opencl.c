@@ -189,6 +189,7 @@ static const ccase gemm_cases[] = {
     {33, 19, 0, 0, 0, 5, TSR_F32, TSR_F32, 1, 0.5f, 1},    /* k == 0 */
     {5, 200, 130, 0, 0, 6, TSR_BF16, TSR_BF16, 1, 0, 3},
     {3, 700, 45, 1, 0, 1, TSR_F32, TSR_F32, 1, 0.5f, 2},   /* decode-like, past a 512 run */
+    {260, 300, 270, 0, 1, 2, TSR_F32, TSR_F32, 1, 0, 1},   /* the large-problem defaults' range */
 };
 enum { NG = sizeof gemm_cases / sizeof gemm_cases[0] };
 
@@ -216,8 +217,23 @@ START_TEST(gemm_blocked_knobs) {
             list[n].v[2] = k->knobs[2].values[(rm + vw) % k->knobs[2].num_values];
             list[n].v[3] = (rm + vw) % 2;
             list[n].v[4] = rm % 2; /* B packed into panels, or read in place */
+            list[n].v[5] = (rm + vw) % 2 ? 4 : 1;  /* work-group rows */
+            list[n].v[6] = list[n].v[2] ? k->knobs[6].values[(rm + vw) % k->knobs[6].num_values] : 0; /* k chunks */
         }
     sweep(k->name, list, n, 60);
+    /* and its heuristic's large-problem schedule through the public API */
+    tsr_context *ctx = ocl_context(), *ref = tt_ref_context();
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_GEMM;
+    tsr_gemm_desc_init(&p.u.gemm.d);
+    p.u.gemm.d.m = 260, p.u.gemm.d.n = 300, p.u.gemm.d.k = 270;
+    tsr_schedule def;
+    memset(&def, 0, sizeof def);
+    k->default_schedule(&p, ctx, &def);
+    ck_assert_int_gt(def.v[6], 0); /* k chunks */
+    ck_assert_int_eq(tt_gemm_kernel_check(ctx, ref, k, &gemm_cases[NG - 1], &def), 1);
+    tsr_context_destroy(ctx), tsr_context_destroy(ref);
 }
 END_TEST
 

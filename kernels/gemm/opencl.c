@@ -136,12 +136,13 @@ static const int rm_values[] = {1, 2, 4, 6, 8};
 static const int bvw_values[] = {4, 8, 16};
 static const int bwg_values[] = {0, 4, 16, 64};
 static const int order_values[] = {0, 1};
-static const tsr_knob blocked_knobs[] = {{"rm", 5, rm_values},
-                                         {"vw", 3, bvw_values},
-                                         {"wg", 4, bwg_values},
-                                         {"mfast", 2, order_values},
-                                         {"packb", 2, order_values}};
-enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB };
+static const int wg2_values[] = {1, 2, 4, 8};
+static const int kc_values[] = {0, 64, 128, 256, 512};
+static const tsr_knob blocked_knobs[] = {{"rm", 5, rm_values},     {"vw", 3, bvw_values},
+                                         {"wg", 4, bwg_values},    {"mfast", 2, order_values},
+                                         {"packb", 2, order_values}, {"wg2", 4, wg2_values},
+                                         {"kc", 5, kc_values}};
+enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB, K_WG2, K_KC };
 
 static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
     if (!on_opencl(ctx, "gemm.opencl.blocked", why, why_len)) return false;
@@ -157,7 +158,9 @@ static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char 
 static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     return s->v[K_RM] >= 1 && s->v[K_RM] <= 8 && (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
            s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg && (unsigned)s->v[K_MFAST] <= 1 &&
-           (unsigned)s->v[K_PACKB] <= 1 && (s->v[K_PACKB] || !p->u.gemm.d.trans_b);
+           (unsigned)s->v[K_PACKB] <= 1 && (s->v[K_PACKB] || !p->u.gemm.d.trans_b) && s->v[K_WG2] >= 1 &&
+           s->v[K_KC] >= 0 && (s->v[K_KC] == 0 || s->v[K_BWG] > 0) &&
+           (size_t)(s->v[K_BWG] ? s->v[K_BWG] : 1) * (size_t)s->v[K_WG2] <= tsr_ocl(ctx)->max_wg;
 }
 
 static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
@@ -172,6 +175,16 @@ static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_sc
     /* packing B costs a pass over it: worth it when each panel is reused by
      * many row blocks, and needed when B is k-contiguous */
     s->v[K_PACKB] = p->u.gemm.d.trans_b || m >= 64;
+    /* large problems (measured on PoCL, 512-2048^3): 4 x 8 work-items of
+     * 6 x 16 blocks share 48 rows of A and 64 columns of packed B in 128-deep
+     * chunks (~56 KB, L2 resident): 1.5-2x the unchunked kernel at 2048^3 */
+    const bool big = m >= 256 && p->u.gemm.d.n >= 256 && p->u.gemm.d.k >= 256;
+    if (big) {
+        s->v[K_RM] = 6, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_WG2] = 8, s->v[K_KC] = 128;
+        s->v[K_PACKB] = 1;
+    } else {
+        s->v[K_WG2] = 1, s->v[K_KC] = 0;
+    }
 }
 
 static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
@@ -184,6 +197,7 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
     tsr_ocl_define(o, sizeof o, "VW", t.v[K_BVW]);
     tsr_ocl_define(o, sizeof o, "MFAST", t.v[K_MFAST]);
     tsr_ocl_define(o, sizeof o, "PACKB", t.v[K_PACKB]);
+    tsr_ocl_define(o, sizeof o, "KC", t.v[K_KC]);
     tsr_gemm_problem packed = *g;
     if (t.v[K_PACKB]) {
         const int64_t vw = t.v[K_BVW], np = (g->d.n + vw - 1) / vw * vw;
@@ -200,7 +214,7 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
         if (st) return st;
         packed.b = bp;
     }
-    const size_t local[3] = {(size_t)t.v[K_BWG], 1, 1};
+    const size_t local[3] = {(size_t)t.v[K_BWG], (size_t)t.v[K_WG2], 1};
     const size_t cols = (size_t)((g->d.n + t.v[K_BVW] - 1) / t.v[K_BVW]),
                  rows = (size_t)((g->d.m + t.v[K_RM] - 1) / t.v[K_RM]);
     const size_t global[3] = {t.v[K_MFAST] ? rows : cols, t.v[K_MFAST] ? cols : rows, (size_t)g->d.batch};
@@ -209,7 +223,7 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
 
 const tsr_kernel tsr_gemm_opencl_blocked = {
     .name = "gemm.opencl.blocked", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
-    .supports = blocked_supports, .num_knobs = 5, .knobs = blocked_knobs,
+    .supports = blocked_supports, .num_knobs = 7, .knobs = blocked_knobs,
     .default_schedule = blocked_default, .schedule_valid = blocked_valid, .run = blocked_run,
 };
 

@@ -92,57 +92,75 @@ kernel void pack_b(long N, long K, gcptr B, long ldb, long sb, global float *Bp)
 }
 #endif
 
+/* KC > 0: k runs in KC-deep chunks with a work-group barrier between them,
+ * so the work-group's slices of A and B (RM*wg rows, VW*wg columns, KC deep)
+ * are reused from cache by all its work-items (PoCL runs a work-group's
+ * work-items one after the other between barriers). */
 kernel void blocked(GEMM_ARGS) {
 #if MFAST /* neighbouring work-items share a column panel of B (kept in cache) */
     const long i0 = get_global_id(0) * RM, j0 = get_global_id(1) * VW, b = get_global_id(2);
 #else /* neighbouring work-items share rows of A */
     const long j0 = get_global_id(0) * VW, i0 = get_global_id(1) * RM, b = get_global_id(2);
 #endif
-    if (j0 >= N || i0 >= M) return;
+    const bool live = j0 < N && i0 < M;
+#if KC == 0
+    if (!live) return;
+#endif
+    /* a work-item past the edge computes on row/column 0 and stores nothing */
+    const long jl = live ? j0 : 0, il = live ? i0 : 0;
 #if PACKB /* B is the packed panels (ldb and sb unused) */
     global const float *Af = (global const float *)A + b * sa;
-    global const float *Bf = (global const float *)B + b * ((N + VW - 1) / VW * VW) * K + j0 * K;
+    global const float *Bf = (global const float *)B + b * ((N + VW - 1) / VW * VW) * K + jl * K;
 #define BROW(q) (Bf + (q) * VW)
 #else
     global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb;
-#define BROW(q) (Bf + (q) * ldb + j0)
+#define BROW(q) (Bf + (q) * ldb + jl)
 #endif
     realv acc[RM];
     long arow[RM];
     for (int r = 0; r < RM; r++) {
-        const long i = i0 + r < M ? i0 + r : M - 1;
+        const long i = il + r < M ? il + r : M - 1;
         arow[r] = TRANS_A ? i : i * lda;
         acc[r] = (realv)0.0f;
     }
     const long astep = TRANS_A ? lda : 1;
-    if (PACKB || j0 + VW <= N) {
-        long q = 0;
+    const bool full = PACKB || jl + VW <= N;
+    const long chunk = KC > 0 ? KC : (K > 0 ? K : 1);
+    for (long k0 = 0; k0 < K; k0 += chunk) {
+        const long k1 = min(k0 + chunk, K);
+        long q = k0;
+        if (full) {
 #if !TRANS_A
-        for (; q + 4 <= K; q += 4) {
-            const realv b0 = VLOADV(0, BROW(q)), b1 = VLOADV(0, BROW(q + 1));
-            const realv b2 = VLOADV(0, BROW(q + 2)), b3 = VLOADV(0, BROW(q + 3));
-            for (int r = 0; r < RM; r++) {
-                const float4 a = vload4(0, Af + arow[r] + q);
-                acc[r] = fma((realv)a.s0, b0, acc[r]);
-                acc[r] = fma((realv)a.s1, b1, acc[r]);
-                acc[r] = fma((realv)a.s2, b2, acc[r]);
-                acc[r] = fma((realv)a.s3, b3, acc[r]);
+            for (; q + 4 <= k1; q += 4) {
+                const realv b0 = VLOADV(0, BROW(q)), b1 = VLOADV(0, BROW(q + 1));
+                const realv b2 = VLOADV(0, BROW(q + 2)), b3 = VLOADV(0, BROW(q + 3));
+                for (int r = 0; r < RM; r++) {
+                    const float4 a = vload4(0, Af + arow[r] + q);
+                    acc[r] = fma((realv)a.s0, b0, acc[r]);
+                    acc[r] = fma((realv)a.s1, b1, acc[r]);
+                    acc[r] = fma((realv)a.s2, b2, acc[r]);
+                    acc[r] = fma((realv)a.s3, b3, acc[r]);
+                }
+            }
+#endif
+            for (; q < k1; q++) {
+                const realv bv = VLOADV(0, BROW(q));
+                for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
+            }
+        } else { /* the right edge: columns past N read as 0 */
+            for (; q < k1; q++) {
+                float t[VW];
+                for (int v = 0; v < VW; v++) t[v] = jl + v < N ? Bf[q * ldb + jl + v] : 0.0f;
+                const realv bv = VLOADV(0, t);
+                for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
             }
         }
+#if KC > 0
+        barrier(CLK_GLOBAL_MEM_FENCE);
 #endif
-        for (; q < K; q++) {
-            const realv bv = VLOADV(0, BROW(q));
-            for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
-        }
-#undef BROW
-    } else { /* the right edge: columns past N read as 0 */
-        for (long q = 0; q < K; q++) {
-            float t[VW];
-            for (int v = 0; v < VW; v++) t[v] = j0 + v < N ? Bf[q * ldb + j0 + v] : 0.0f;
-            const realv bv = VLOADV(0, t);
-            for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
-        }
     }
+#undef BROW
+    if (!live) return;
     for (int r = 0; r < RM && i0 + r < M; r++) {
         float out[VW];
         VSTOREV(acc[r], 0, out);
