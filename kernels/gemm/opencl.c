@@ -45,6 +45,21 @@ static int gemm_args_fill(gemm_args *a, const tsr_gemm_problem *g) {
     return n + TSR_OCL_EPI_ARGS;
 }
 
+/* A tunable kernel's descriptor from its <pre>_supports/_knobs/_default/
+ * _valid/_run functions. */
+#define OCL_GEMM_KERNEL(sym, kname, pre)                                                                  \
+    const tsr_kernel sym = {.name = kname, .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl", \
+                            .supports = pre##_supports, .num_knobs = (int)(sizeof pre##_knobs / sizeof(tsr_knob)), \
+                            .knobs = pre##_knobs, .default_schedule = pre##_default,                       \
+                            .schedule_valid = pre##_valid, .run = pre##_run}
+
+/* m rounded up to a power of two: the row-panel kernels' MR (few programs) */
+static int rows_rounded(int64_t m) {
+    int mr = 1;
+    while (mr < m) mr *= 2;
+    return mr;
+}
+
 static void base_options(char *o, size_t n, const tsr_gemm_desc *d, const char *kind) {
     snprintf(o, n, "-D%s", kind);
     tsr_ocl_define(o, n, "A_T", d->a_dtype);
@@ -124,11 +139,7 @@ static tsr_status tiled_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     return run_kernel(ctx, g, o, "tiled", 3, global, local, "gemm.opencl.tiled");
 }
 
-const tsr_kernel tsr_gemm_opencl_tiled = {
-    .name = "gemm.opencl.tiled", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
-    .supports = tiled_supports, .num_knobs = 6, .knobs = tiled_knobs,
-    .default_schedule = tiled_default, .schedule_valid = tiled_valid, .run = tiled_run,
-};
+OCL_GEMM_KERNEL(tsr_gemm_opencl_tiled, "gemm.opencl.tiled", tiled);
 
 /* ---------------------------------------------------------------- blocked */
 
@@ -221,11 +232,7 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
     return run_kernel(ctx, &packed, o, "blocked", 2, global, t.v[K_BWG] ? local : NULL, "gemm.opencl.blocked");
 }
 
-const tsr_kernel tsr_gemm_opencl_blocked = {
-    .name = "gemm.opencl.blocked", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
-    .supports = blocked_supports, .num_knobs = 7, .knobs = blocked_knobs,
-    .default_schedule = blocked_default, .schedule_valid = blocked_valid, .run = blocked_run,
-};
+OCL_GEMM_KERNEL(tsr_gemm_opencl_blocked, "gemm.opencl.blocked", blocked);
 
 /* ------------------------------------------------------------------- rows */
 
@@ -261,20 +268,14 @@ static tsr_status rows_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     if (!rows_valid(p, ctx, &t)) rows_default(p, ctx, &t);
     char o[512];
     base_options(o, sizeof o, &g->d, "ROWS");
-    int mr = 1;
-    while (mr < g->d.m) mr *= 2;
-    tsr_ocl_define(o, sizeof o, "MR", mr);
+    tsr_ocl_define(o, sizeof o, "MR", rows_rounded(g->d.m));
     tsr_ocl_define(o, sizeof o, "NC", t.v[0]);
     tsr_ocl_define(o, sizeof o, "VW", 8);
     const size_t global[3] = {(size_t)((g->d.n + t.v[0] - 1) / t.v[0]), (size_t)g->d.batch, 1};
     return run_kernel(ctx, g, o, "rows", 2, global, NULL, "gemm.opencl.rows");
 }
 
-const tsr_kernel tsr_gemm_opencl_rows = {
-    .name = "gemm.opencl.rows", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
-    .supports = rows_supports, .num_knobs = 1, .knobs = rows_knobs,
-    .default_schedule = rows_default, .schedule_valid = rows_valid, .run = rows_run,
-};
+OCL_GEMM_KERNEL(tsr_gemm_opencl_rows, "gemm.opencl.rows", rows);
 
 /* ----------------------------------------------------------------- direct */
 
@@ -313,20 +314,14 @@ static tsr_status direct_run(tsr_context *ctx, const tsr_problem *p, const tsr_s
     if (!direct_valid(p, ctx, &t)) direct_default(p, ctx, &t);
     char o[512];
     base_options(o, sizeof o, &g->d, "DIRECT");
-    int mr = 1;
-    while (mr < g->d.m) mr *= 2; /* rows rounded up to a power of two: few programs */
-    tsr_ocl_define(o, sizeof o, "MR", mr);
+    tsr_ocl_define(o, sizeof o, "MR", rows_rounded(g->d.m));
     tsr_ocl_define(o, sizeof o, "KV", t.v[K_KV]);
     const size_t local[3] = {(size_t)t.v[K_WGS], 1, 1};
     const size_t global[3] = {(size_t)g->d.n, (size_t)g->d.batch, 1};
     return run_kernel(ctx, g, o, "direct", 2, global, local, "gemm.opencl.direct");
 }
 
-const tsr_kernel tsr_gemm_opencl_direct = {
-    .name = "gemm.opencl.direct", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
-    .supports = direct_supports, .num_knobs = 2, .knobs = direct_knobs,
-    .default_schedule = direct_default, .schedule_valid = direct_valid, .run = direct_run,
-};
+OCL_GEMM_KERNEL(tsr_gemm_opencl_direct, "gemm.opencl.direct", direct);
 
 /* ---------------------------------------------------------------- generic */
 
