@@ -193,6 +193,12 @@ static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_sc
     if (big) {
         s->v[K_RM] = 6, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_WG2] = 8, s->v[K_KC] = 128;
         s->v[K_PACKB] = 1;
+    } else if (m > 8 && m <= 16 && !p->u.gemm.d.trans_b) {
+        /* decode with up to 16 rows (tessera-tune on PoCL, 16x4096x4096: 2.7x
+         * the generic choice): 4 work-items of 4 rows cover every row and
+         * share 256-deep chunks of 8 x 16 columns of B, so B streams once */
+        s->v[K_RM] = 4, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_MFAST] = 1, s->v[K_PACKB] = 0;
+        s->v[K_WG2] = 8, s->v[K_KC] = 256;
     } else {
         s->v[K_WG2] = 1, s->v[K_KC] = 0;
     }
