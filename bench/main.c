@@ -19,6 +19,9 @@
 #ifdef TSR_BENCH_CUDA
 #include "cuda_suite.h"
 #endif
+#ifdef TSR_BENCH_OPENCL
+#include "opencl_suite.h"
+#endif
 
 #define MAX_IMPLS 3
 #define MAX_CASES 512
@@ -70,7 +73,8 @@ static void bench_peak_i8(gb_state *st, void *arg) {
 }
 
 static void usage(void) {
-    puts("usage: tessera-bench [--op gemm|conv|attention|rowwise|lookup] [--backend cpu|cuda] [--shapes NAME|FILE]...\n"
+    puts("usage: tessera-bench [--op gemm|conv|attention|rowwise|lookup] [--backend cpu|cuda|opencl]\n"
+         "                     [--shapes NAME|FILE]...\n"
          "                     [--impl tessera,onednn,openblas]\n"
          "                     [--threads N] [--dtypes LIST] [--summary] [--json FILE] [--quick]\n"
          "                     [Google Benchmark flags]\n"
@@ -82,10 +86,16 @@ static void usage(void) {
          "             lookup: the tuning table's cost per lookup (exact, nearest, miss; 16..16384\n"
          "             records) and per tsr_gemm call\n"
          "  --backend  cpu (default): against oneDNN and OpenBLAS; cuda: against cuBLAS and cuBLASLt,\n"
-         "             with the GPU's mma.sync/FMA peaks and copy bandwidth measured in the same run\n"
+         "             with the GPU's mma.sync/FMA peaks and copy bandwidth measured in the same run;\n"
+         "             opencl: GEMM and ResNet-50 convolutions against CLBlast as shipped (clblast) and\n"
+         "             with its own tuner's best parameters (clblast_tuned), plus Tessera's CPU GEMM\n"
+         "             (tessera_cpu) when the device is the CPU; TESSERA_OPENCL_DEVICE picks the device\n"
+         "  --first-result  opencl: time a new process to its first GEMM result, cold and warm binary cache\n"
+         "  --clblast-tune-timeout S  opencl: budget for clblast_tuner_xgemm when no result is cached\n"
+         "             (default 2400 s, --quick 600 s)\n"
          "  --shapes   a set in bench/shapes (square, skinny, llama, quick, gpu_square) or a file;\n"
          "             repeatable (default cpu: square, skinny, llama; cuda: gpu_square, llama;\n"
-         "             --quick: quick)\n"
+         "             opencl: opencl_square, opencl_skinny; --quick: quick)\n"
          "  --threads  threads for every CPU implementation (default: all cores)\n"
          "  --dtypes   cpu GEMM: f32,bf16,i8 (default; bf16 x bf16 -> f32 against oneDNN's matmul,\n"
          "             i8 x i8 -> i32 against its gemm_s8s8s32);\n"
@@ -148,7 +158,14 @@ static bool offers(const gemm_impl *impl, int dt) {
 
 int main(int argc, char **argv) {
     const char *sets[16];
-    int nsets = 0, summary = 0, quick = 0;
+    int nsets = 0, summary = 0, quick = 0, first_result = 0, tune_timeout = 0;
+    if (argc == 3 && !strcmp(argv[1], "--first-result-child")) {
+#ifdef TSR_BENCH_OPENCL
+        return opencl_first_result_child(argv[2]);
+#else
+        return 2;
+#endif
+    }
     char impl_list[128] = "tessera,onednn,openblas", json_arg[1100] = "", backend[16] = "cpu", op[16] = "gemm", dtypes[64] = "";
     threads = omp_get_num_procs();
     /* our flags out, Google Benchmark's through */
@@ -159,6 +176,8 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(), 0;
         else if (!strcmp(argv[i], "--summary")) summary = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--first-result")) first_result = 1;
+        else if (!strcmp(argv[i], "--clblast-tune-timeout") && i + 1 < argc) tune_timeout = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc && nsets < 16) sets[nsets++] = argv[++i];
         else if (!strcmp(argv[i], "--impl") && i + 1 < argc) snprintf(impl_list, sizeof impl_list, "%s", argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -172,15 +191,28 @@ int main(int argc, char **argv) {
         } else gb_argv[gb_argc++] = argv[i];
     }
     if (threads < 1) return fprintf(stderr, "tessera-bench: --threads must be >= 1\n"), 2;
-    int cuda = !strcmp(backend, "cuda");
-    if (!cuda && strcmp(backend, "cpu"))
-        return fprintf(stderr, "tessera-bench: --backend must be cpu or cuda, not '%s'\n", backend), 2;
+    int cuda = !strcmp(backend, "cuda"), opencl = !strcmp(backend, "opencl");
+    if (!cuda && !opencl && strcmp(backend, "cpu"))
+        return fprintf(stderr, "tessera-bench: --backend must be cpu, cuda or opencl, not '%s'\n", backend), 2;
     if (nsets == 0 && strcmp(op, "conv")) {
         if (quick) sets[nsets++] = "quick";
+        else if (opencl) sets[nsets++] = "opencl_square", sets[nsets++] = "opencl_skinny";
         else if (cuda) sets[nsets++] = "gpu_square", sets[nsets++] = "llama";
         else sets[nsets++] = "square", sets[nsets++] = "skinny", sets[nsets++] = "llama";
     }
     gb_initialize(&gb_argc, gb_argv);
+    if (opencl) {
+        if (strcmp(op, "gemm"))
+            return fprintf(stderr, "tessera-bench: --backend opencl runs --op gemm (with convolutions)\n"), 2;
+#ifdef TSR_BENCH_OPENCL
+        opencl_bench_options oo = {sets, nsets, quick, summary, threads, first_result,
+                                   tune_timeout > 0 ? tune_timeout : quick ? 600 : 2400, argv[0]};
+        return opencl_suite_main(&oo);
+#else
+        printf("SKIP opencl: tessera-bench was built without OpenCL or CLBlast\n");
+        return 0;
+#endif
+    }
     if (!strcmp(op, "attention")) {
         if (cuda) return fprintf(stderr, "tessera-bench: --op attention runs on the CPU backend only so far\n"), 2;
         return attention_suite_main(threads, quick, summary);

@@ -155,7 +155,10 @@ static void check_case(tsr_context *ref, const tt_context *tc, const gcase *g) {
     int64_t sa = (rm ? ar : ac) * d.lda + g->pad, sb = (rm ? br : bc) * d.ldb + g->pad,
             sc = (rm ? g->m : g->n) * d.ldc + g->pad;
     d.stride_a = sa, d.stride_b = sb, d.stride_c = sc;
-    size_t ea = tsr_dtype_size(g->in), ec = tsr_dtype_size(g->out), off = (size_t)g->offset;
+    /* an element offset (unaligned pointers) where pointers are addresses; a
+     * cl_mem cannot be offset, so handle contexts take the buffer's start */
+    size_t ea = tsr_dtype_size(g->in), ec = tsr_dtype_size(g->out),
+           off = tt_handles(tc->ctx) ? 0 : (size_t)g->offset;
     size_t na = (size_t)(sa * g->batch) + off, nb = (size_t)(sb * g->batch) + off, nc = (size_t)(sc * g->batch) + off;
     void *A = malloc(na * ea), *B = malloc(nb * ea), *C0 = malloc(nc * ec), *C1 = malloc(nc * ec), *C2 = malloc(nc * ec);
     float lo = g->in == TSR_I8 ? -128 : -1, hi = g->in == TSR_I8 ? 128 : 1;

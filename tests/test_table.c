@@ -927,10 +927,13 @@ START_TEST(dispatch_uses_table) {
         ck_assert_int_eq(tsr_table_format_record(&key, k, &s, 1.0, 2.0, 0.5, 1, l, sizeof l), TSR_OK);
         const char *ls[] = {l};
         ck_assert_int_eq(tsr_table_write_merged(dir, &fp, ls, 1, NULL), TSR_OK);
-        /* A fresh context of the same device loads it. */
+        /* A fresh context of the same backend and device loads it. */
         tsr_context *fresh = NULL;
-        setenv("TESSERA_CPU_ARCH", ctx->arch, 1);
-        ck_assert_int_eq(tsr_context_create(&fresh, NULL), TSR_OK);
+        tsr_context_options o;
+        tsr_context_options_init(&o);
+        o.backend = ctx->backend, o.device = ctx->device;
+        if (ctx->backend == TSR_BACKEND_CPU) setenv("TESSERA_CPU_ARCH", ctx->arch, 1);
+        ck_assert_int_eq(tsr_context_create(&fresh, &o), TSR_OK);
         unsetenv("TESSERA_CPU_ARCH");
         tsr_schedule got;
         ck_assert_msg(tsr_table_schedule(fresh, &p, k, &got), "%s: %s", cs[c].label, fresh->table_status);

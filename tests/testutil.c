@@ -143,6 +143,11 @@ void tt_download(tsr_context *ctx, void *host, const void *dev, size_t bytes) {
 
 void tt_free(tsr_context *ctx, void *dev) { tsr_free(ctx, dev); }
 
+bool tt_handles(tsr_context *ctx) {
+    tsr_context_info info = {.size = sizeof info};
+    return tsr_context_get_info(ctx, &info) == TSR_OK && info.backend == TSR_BACKEND_OPENCL;
+}
+
 double tt_get(const void *x, tsr_dtype t, int64_t i) {
     switch (t) {
     case TSR_F32: return ((const float *)x)[i];

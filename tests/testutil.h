@@ -39,6 +39,12 @@ void *tt_upload(tsr_context *ctx, const void *host, size_t bytes);
 void tt_download(tsr_context *ctx, void *host, const void *dev, size_t bytes);
 void tt_free(tsr_context *ctx, void *dev);
 
+/* true when ctx's memory is handles (cl_mem on OpenCL), not addresses: a
+ * suite must then go through tt_upload/tt_download for every buffer and
+ * cannot form views by pointer arithmetic (a cl_mem has no offset; shapes,
+ * leading dimensions and strides express views instead). */
+bool tt_handles(tsr_context *ctx);
+
 /* Compares n values of dtype t: |got - want| <= atol + rtol * |want|, NaN
  * matching NaN. Prints the first few mismatches with `what`; returns the
  * number of mismatches. */

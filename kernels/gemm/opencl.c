@@ -1,0 +1,351 @@
+/* OpenCL GEMM host side: the tiled, direct (skinny) and generic kernels of
+ * opencl.cl, their schedule spaces and heuristics. The schedule becomes the
+ * program's -D defines; built programs are cached in memory and on disk
+ * (arch/opencl). */
+#include <stdio.h>
+#include <string.h>
+
+#include "../../arch/opencl/runtime.h"
+
+static bool on_opencl(const tsr_context *ctx, const char *name, char *why, size_t why_len) {
+    if (ctx->backend == TSR_BACKEND_OPENCL) return true;
+    tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "%s runs on opencl", name);
+    return false;
+}
+
+static bool float_inputs(const tsr_gemm_desc *d) {
+    return d->a_dtype == TSR_F32 || d->a_dtype == TSR_F16 || d->a_dtype == TSR_BF16;
+}
+
+/* The arguments every GEMM kernel takes (GEMM_ARGS in opencl.cl). */
+typedef struct gemm_args {
+    cl_long M, N, K, lda, sa, ldb, sb, ldc, sc;
+    cl_mem A, B, C;
+    cl_int c_t, bias_m;
+    cl_float alpha, beta;
+    tsr_ocl_epi epi;
+    tsr_ocl_arg list[16 + TSR_OCL_EPI_ARGS];
+} gemm_args;
+
+static int gemm_args_fill(gemm_args *a, const tsr_gemm_problem *g) {
+    const tsr_gemm_desc *d = &g->d;
+    a->M = d->m, a->N = d->n, a->K = d->k;
+    a->lda = d->lda, a->sa = d->stride_a, a->ldb = d->ldb, a->sb = d->stride_b, a->ldc = d->ldc, a->sc = d->stride_c;
+    a->A = tsr_ocl_mem(g->a), a->B = tsr_ocl_mem(g->b), a->C = tsr_ocl_mem(g->c);
+    a->c_t = (cl_int)d->c_dtype, a->bias_m = g->bias_along_m, a->alpha = d->alpha, a->beta = d->beta;
+    tsr_ocl_arg *l = a->list;
+    int n = 0;
+    l[n++] = TSR_CL_ARG(a->M), l[n++] = TSR_CL_ARG(a->N), l[n++] = TSR_CL_ARG(a->K);
+    l[n++] = TSR_CL_ARG(a->A), l[n++] = TSR_CL_ARG(a->lda), l[n++] = TSR_CL_ARG(a->sa);
+    l[n++] = TSR_CL_ARG(a->B), l[n++] = TSR_CL_ARG(a->ldb), l[n++] = TSR_CL_ARG(a->sb);
+    l[n++] = TSR_CL_ARG(a->C), l[n++] = TSR_CL_ARG(a->ldc), l[n++] = TSR_CL_ARG(a->sc);
+    l[n++] = TSR_CL_ARG(a->c_t), l[n++] = TSR_CL_ARG(a->bias_m);
+    l[n++] = TSR_CL_ARG(a->alpha), l[n++] = TSR_CL_ARG(a->beta);
+    tsr_ocl_epilogue(&d->epilogue, &a->epi, l + n);
+    return n + TSR_OCL_EPI_ARGS;
+}
+
+/* A tunable kernel's descriptor from its <pre>_supports/_knobs/_default/
+ * _valid/_run functions. */
+#define OCL_GEMM_KERNEL(sym, kname, pre)                                                                  \
+    const tsr_kernel sym = {.name = kname, .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl", \
+                            .supports = pre##_supports, .num_knobs = (int)(sizeof pre##_knobs / sizeof(tsr_knob)), \
+                            .knobs = pre##_knobs, .default_schedule = pre##_default,                       \
+                            .schedule_valid = pre##_valid, .run = pre##_run}
+
+/* m rounded up to a power of two: the row-panel kernels' MR (few programs) */
+static int rows_rounded(int64_t m) {
+    int mr = 1;
+    while (mr < m) mr *= 2;
+    return mr;
+}
+
+static void base_options(char *o, size_t n, const tsr_gemm_desc *d, const char *kind) {
+    snprintf(o, n, "-D%s", kind);
+    tsr_ocl_define(o, n, "A_T", d->a_dtype);
+    tsr_ocl_define(o, n, "TRANS_A", d->trans_a);
+    tsr_ocl_define(o, n, "TRANS_B", d->trans_b);
+}
+
+static tsr_status run_kernel(tsr_context *ctx, const tsr_gemm_problem *g, const char *opts, const char *name,
+                             int nsrc, const size_t *global, const size_t *local, const char *who) {
+    const char *srcs[] = {tsr_cl_common, tsr_cl_gemm, tsr_cl_gemm_tiled};
+    gemm_args a;
+    int na = gemm_args_fill(&a, g);
+    return tsr_ocl_run(ctx, srcs, nsrc, opts, name, 3, global, local, na, a.list, who);
+}
+
+enum { DIRECT_MAX_M = 16 }; /* the direct kernel's rows */
+
+/* ------------------------------------------------------------------ tiled */
+
+static const int mwg_values[] = {16, 32, 64, 128};
+static const int nwg_values[] = {16, 32, 64, 128};
+static const int kwg_values[] = {8, 16, 32};
+static const int dimc_values[] = {4, 8, 16};
+static const int vw_values[] = {1, 2, 4, 8};
+static const tsr_knob tiled_knobs[] = {
+    {"mwg", 4, mwg_values}, {"nwg", 4, nwg_values}, {"kwg", 3, kwg_values},
+    {"mdimc", 3, dimc_values}, {"ndimc", 3, dimc_values}, {"vw", 4, vw_values},
+};
+enum { K_MWG, K_NWG, K_KWG, K_MDIMC, K_NDIMC, K_VW };
+
+static bool tiled_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    if (!on_opencl(ctx, "gemm.opencl.tiled", why, why_len)) return false;
+    if (!float_inputs(&p->u.gemm.d))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.tiled takes f32/f16/bf16 inputs"), false;
+    return true;
+}
+
+static bool tiled_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)p;
+    const int mwg = s->v[K_MWG], nwg = s->v[K_NWG], kwg = s->v[K_KWG], md = s->v[K_MDIMC], nd = s->v[K_NDIMC],
+              vw = s->v[K_VW];
+    if (mwg <= 0 || nwg <= 0 || kwg <= 0 || md <= 0 || nd <= 0 || vw <= 0) return false;
+    if (mwg % md || nwg % (nd * vw)) return false;
+    const tsr_ocl_state *o = tsr_ocl(ctx);
+    if ((size_t)(md * nd) > o->max_wg) return false;
+    if ((cl_ulong)kwg * (cl_ulong)(mwg + nwg) * 4 > o->local_mem) return false;
+    return (mwg / md) * (nwg / nd) <= 64; /* registers per work-item */
+}
+
+static void tiled_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    /* Measured on PoCL (CPU): 64x64 tiles, 8x8 work-items, 4x8 blocks;
+     * smaller tiles when the problem is small in m or n. */
+    s->v[K_MWG] = d->m <= 16 ? 16 : d->m <= 32 ? 32 : 64;
+    s->v[K_NWG] = d->n <= 16 ? 16 : d->n <= 32 ? 32 : 64;
+    s->v[K_KWG] = 16;
+    s->v[K_MDIMC] = s->v[K_MWG] >= 32 ? 8 : 4;
+    s->v[K_NDIMC] = s->v[K_NWG] >= 32 ? 8 : 4;
+    s->v[K_VW] = 1;
+    if (!tiled_valid(p, ctx, s)) s->v[K_MWG] = s->v[K_NWG] = 16, s->v[K_MDIMC] = s->v[K_NDIMC] = 4, s->v[K_KWG] = 8;
+}
+
+static tsr_status tiled_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_schedule t = *s;
+    if (!tiled_valid(p, ctx, &t)) tiled_default(p, ctx, &t);
+    char o[512];
+    base_options(o, sizeof o, &g->d, "TILED");
+    for (int i = 0; i < 6; i++) {
+        char nm[8];
+        snprintf(nm, sizeof nm, "%s", (const char *[]){"MWG", "NWG", "KWG", "MDIMC", "NDIMC", "VW"}[i]);
+        tsr_ocl_define(o, sizeof o, nm, t.v[i]);
+    }
+    const size_t local[3] = {(size_t)t.v[K_NDIMC], (size_t)t.v[K_MDIMC], 1};
+    const size_t global[3] = {(size_t)((g->d.n + t.v[K_NWG] - 1) / t.v[K_NWG]) * local[0],
+                              (size_t)((g->d.m + t.v[K_MWG] - 1) / t.v[K_MWG]) * local[1], (size_t)g->d.batch};
+    return run_kernel(ctx, g, o, "tiled", 3, global, local, "gemm.opencl.tiled");
+}
+
+OCL_GEMM_KERNEL(tsr_gemm_opencl_tiled, "gemm.opencl.tiled", tiled);
+
+/* ---------------------------------------------------------------- blocked */
+
+static const int rm_values[] = {1, 2, 4, 6, 8};
+static const int bvw_values[] = {4, 8, 16};
+static const int bwg_values[] = {0, 4, 16, 64};
+static const int order_values[] = {0, 1};
+static const int wg2_values[] = {1, 2, 4, 8};
+static const int kc_values[] = {0, 64, 128, 256, 512};
+static const tsr_knob blocked_knobs[] = {{"rm", 5, rm_values},     {"vw", 3, bvw_values},
+                                         {"wg", 4, bwg_values},    {"mfast", 2, order_values},
+                                         {"packb", 2, order_values}, {"wg2", 4, wg2_values},
+                                         {"kc", 5, kc_values}};
+enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB, K_WG2, K_KC };
+
+static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    if (!on_opencl(ctx, "gemm.opencl.blocked", why, why_len)) return false;
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (d->a_dtype != TSR_F32)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.blocked takes f32"), false;
+    if (d->trans_b && d->m <= DIRECT_MAX_M) /* x W^T decode: the direct kernel reads W once */
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.blocked: B transposed and m <= %d",
+                       DIRECT_MAX_M), false;
+    return true;
+}
+
+static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    return s->v[K_RM] >= 1 && s->v[K_RM] <= 8 && (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
+           s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg && (unsigned)s->v[K_MFAST] <= 1 &&
+           (unsigned)s->v[K_PACKB] <= 1 && (s->v[K_PACKB] || !p->u.gemm.d.trans_b) && s->v[K_WG2] >= 1 &&
+           s->v[K_KC] >= 0 && (s->v[K_KC] == 0 || s->v[K_BWG] > 0) &&
+           (size_t)(s->v[K_BWG] ? s->v[K_BWG] : 1) * (size_t)s->v[K_WG2] <= tsr_ocl(ctx)->max_wg;
+}
+
+static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    (void)ctx;
+    const int64_t m = p->u.gemm.d.m;
+    /* register blocks of 6 x 8 (12 of 16 ymm registers); fewer rows for
+     * skinny problems, whose B panel streams once per row block */
+    s->v[K_RM] = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : m <= 8 ? 8 : 6;
+    s->v[K_BVW] = 8;
+    s->v[K_BWG] = 16;
+    s->v[K_MFAST] = 0;
+    /* packing B costs a pass over it: worth it when each panel is reused by
+     * many row blocks, and needed when B is k-contiguous */
+    s->v[K_PACKB] = p->u.gemm.d.trans_b || m >= 64;
+    /* large problems (measured on PoCL, 512-2048^3): 4 x 8 work-items of
+     * 6 x 16 blocks share 48 rows of A and 64 columns of packed B in 128-deep
+     * chunks (~56 KB, L2 resident): 1.5-2x the unchunked kernel at 2048^3 */
+    const bool big = m >= 256 && p->u.gemm.d.n >= 256 && p->u.gemm.d.k >= 256;
+    if (big) {
+        s->v[K_RM] = 6, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_WG2] = 8, s->v[K_KC] = 128;
+        s->v[K_PACKB] = 1;
+    } else if (m > 8 && m <= 16 && !p->u.gemm.d.trans_b) {
+        /* decode with up to 16 rows (tessera-tune on PoCL, 16x4096x4096: 2.7x
+         * the generic choice): 4 work-items of 4 rows cover every row and
+         * share 256-deep chunks of 8 x 16 columns of B, so B streams once */
+        s->v[K_RM] = 4, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_MFAST] = 1, s->v[K_PACKB] = 0;
+        s->v[K_WG2] = 8, s->v[K_KC] = 256;
+    } else {
+        s->v[K_WG2] = 1, s->v[K_KC] = 0;
+    }
+}
+
+static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_schedule t = *s;
+    if (!blocked_valid(p, ctx, &t)) blocked_default(p, ctx, &t);
+    char o[512];
+    base_options(o, sizeof o, &g->d, "BLOCKED");
+    tsr_ocl_define(o, sizeof o, "RM", t.v[K_RM]);
+    tsr_ocl_define(o, sizeof o, "VW", t.v[K_BVW]);
+    tsr_ocl_define(o, sizeof o, "MFAST", t.v[K_MFAST]);
+    tsr_ocl_define(o, sizeof o, "PACKB", t.v[K_PACKB]);
+    tsr_ocl_define(o, sizeof o, "KC", t.v[K_KC]);
+    tsr_gemm_problem packed = *g;
+    if (t.v[K_PACKB]) {
+        const int64_t vw = t.v[K_BVW], np = (g->d.n + vw - 1) / vw * vw;
+        cl_mem bp;
+        tsr_status st = tsr_ocl_workspace(ctx, (size_t)(np * g->d.k * g->d.batch) * sizeof(float), &bp);
+        if (st) return st;
+        cl_long N = g->d.n, K = g->d.k, ldb = g->d.ldb, sb = g->d.stride_b;
+        cl_mem B = tsr_ocl_mem(g->b);
+        const tsr_ocl_arg args[] = {TSR_CL_ARG(N), TSR_CL_ARG(K), TSR_CL_ARG(B), TSR_CL_ARG(ldb), TSR_CL_ARG(sb),
+                                    TSR_CL_ARG(bp)};
+        const char *srcs[] = {tsr_cl_common, tsr_cl_gemm};
+        const size_t pg[3] = {(size_t)np, (size_t)g->d.k, (size_t)g->d.batch};
+        st = tsr_ocl_run(ctx, srcs, 2, o, "pack_b", 3, pg, NULL, 6, args, "gemm.opencl.blocked");
+        if (st) return st;
+        packed.b = bp;
+    }
+    const size_t local[3] = {(size_t)t.v[K_BWG], (size_t)t.v[K_WG2], 1};
+    const size_t cols = (size_t)((g->d.n + t.v[K_BVW] - 1) / t.v[K_BVW]),
+                 rows = (size_t)((g->d.m + t.v[K_RM] - 1) / t.v[K_RM]);
+    const size_t global[3] = {t.v[K_MFAST] ? rows : cols, t.v[K_MFAST] ? cols : rows, (size_t)g->d.batch};
+    return run_kernel(ctx, &packed, o, "blocked", 2, global, t.v[K_BWG] ? local : NULL, "gemm.opencl.blocked");
+}
+
+OCL_GEMM_KERNEL(tsr_gemm_opencl_blocked, "gemm.opencl.blocked", blocked);
+
+/* ------------------------------------------------------------------- rows */
+
+static const int nc_values[] = {64, 128, 256, 512};
+static const tsr_knob rows_knobs[] = {{"nc", 4, nc_values}};
+enum { ROWS_MAX_M = 8 };
+
+static bool rows_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    if (!on_opencl(ctx, "gemm.opencl.rows", why, why_len)) return false;
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (d->a_dtype != TSR_F32 || d->trans_b || d->m > ROWS_MAX_M)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                       "gemm.opencl.rows takes f32, B n-contiguous, m <= %d", ROWS_MAX_M), false;
+    return true;
+}
+
+static bool rows_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)p, (void)ctx;
+    return s->v[0] == 64 || s->v[0] == 128 || s->v[0] == 256 || s->v[0] == 512;
+}
+
+static void rows_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    (void)ctx;
+    /* wide runs of B for few rows; at least ~2 work-items per compute unit */
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    s->v[0] = d->m <= 4 ? 256 : 64;
+    while (s->v[0] > 64 && d->n / s->v[0] < 4 * ctx->compute_units) s->v[0] /= 2;
+}
+
+static tsr_status rows_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_schedule t = *s;
+    if (!rows_valid(p, ctx, &t)) rows_default(p, ctx, &t);
+    char o[512];
+    base_options(o, sizeof o, &g->d, "ROWS");
+    tsr_ocl_define(o, sizeof o, "MR", rows_rounded(g->d.m));
+    tsr_ocl_define(o, sizeof o, "NC", t.v[0]);
+    tsr_ocl_define(o, sizeof o, "VW", 8);
+    const size_t global[3] = {(size_t)((g->d.n + t.v[0] - 1) / t.v[0]), (size_t)g->d.batch, 1};
+    return run_kernel(ctx, g, o, "rows", 2, global, NULL, "gemm.opencl.rows");
+}
+
+OCL_GEMM_KERNEL(tsr_gemm_opencl_rows, "gemm.opencl.rows", rows);
+
+/* ----------------------------------------------------------------- direct */
+
+static const int wgs_values[] = {16, 32, 64, 128, 256};
+static const int kv_values[] = {1, 4, 8};
+static const tsr_knob direct_knobs[] = {{"wgs", 5, wgs_values}, {"kv", 3, kv_values}};
+enum { K_WGS, K_KV };
+
+static bool direct_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    if (!on_opencl(ctx, "gemm.opencl.direct", why, why_len)) return false;
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (!float_inputs(d))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.direct takes f32/f16/bf16 inputs"), false;
+    if (d->m > DIRECT_MAX_M)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.opencl.direct: m (%lld) > %d", (long long)d->m,
+                       DIRECT_MAX_M), false;
+    return true;
+}
+
+static bool direct_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)p;
+    return s->v[K_WGS] > 0 && (size_t)s->v[K_WGS] <= tsr_ocl(ctx)->max_wg && s->v[K_KV] >= 1;
+}
+
+static void direct_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    s->v[K_WGS] = 64;
+    /* k-contiguous A and B: vectors along k */
+    s->v[K_KV] = !d->trans_a && d->trans_b && d->a_dtype == TSR_F32 && d->k >= 64 ? 8 : 1;
+    if (!direct_valid(p, ctx, s)) s->v[K_WGS] = 16;
+}
+
+static tsr_status direct_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_schedule t = *s;
+    if (!direct_valid(p, ctx, &t)) direct_default(p, ctx, &t);
+    char o[512];
+    base_options(o, sizeof o, &g->d, "DIRECT");
+    tsr_ocl_define(o, sizeof o, "MR", rows_rounded(g->d.m));
+    tsr_ocl_define(o, sizeof o, "KV", t.v[K_KV]);
+    const size_t local[3] = {(size_t)t.v[K_WGS], 1, 1};
+    const size_t global[3] = {(size_t)g->d.n, (size_t)g->d.batch, 1};
+    return run_kernel(ctx, g, o, "direct", 2, global, local, "gemm.opencl.direct");
+}
+
+OCL_GEMM_KERNEL(tsr_gemm_opencl_direct, "gemm.opencl.direct", direct);
+
+/* ---------------------------------------------------------------- generic */
+
+static bool generic_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    (void)p;
+    return on_opencl(ctx, "gemm.opencl.generic", why, why_len);
+}
+
+static tsr_status generic_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    (void)s;
+    const tsr_gemm_problem *g = &p->u.gemm;
+    char o[256];
+    base_options(o, sizeof o, &g->d, "GENERIC");
+    const size_t global[3] = {(size_t)g->d.n, (size_t)g->d.m, (size_t)g->d.batch};
+    return run_kernel(ctx, g, o, "gemm_any", 2, global, NULL, "gemm.opencl.generic");
+}
+
+const tsr_kernel tsr_gemm_opencl_generic = {
+    .name = "gemm.opencl.generic", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_OPENCL, .arch = "opencl",
+    .supports = generic_supports, .run = generic_run,
+};

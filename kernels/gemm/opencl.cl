@@ -1,0 +1,247 @@
+/* OpenCL GEMM, row-major after the op front's normalisation:
+ * C[b] (M x N, ldc) = epilogue(alpha * op(A[b]) op(B[b]) + beta * C[b]).
+ * A_T is the input dtype and TRANS_A/TRANS_B the transposes (compile time);
+ * the output dtype, alpha/beta and the epilogue are arguments, so one
+ * program serves every epilogue.
+ *  - tiled: local-memory tiles and register blocks (opencl_tiled.cl);
+ *  - direct: no local memory, each work-item one column of an M <= MR row
+ *    panel (skinny and decode shapes), k vectorised by KV when both
+ *    operands are k-contiguous;
+ *  - generic: one work-item per output, every dtype (i8 -> i32 too). */
+#ifndef TRANS_A
+#define TRANS_A 0
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
+#ifndef A_T
+#define A_T 0
+#endif
+
+#define GEMM_ARGS long M, long N, long K, gcptr A, long lda, long sa, gcptr B, long ldb, long sb, \
+    global void *C, long ldc, long sc, int c_t, int bias_m, float alpha, float beta, EPI_PARAMS
+
+inline long a_index(long lda, long i, long q) { return TRANS_A ? q * lda + i : i * lda + q; }
+inline long b_index(long ldb, long q, long j) { return TRANS_B ? j * ldb + q : q * ldb + j; }
+
+#define GEMM_STORE(b, i, j, acc) \
+    store_out(C, c_t, (b) * sc + (i) * ldc + (j), acc, alpha, beta, bias_m ? (i) : (j), b, i, j, EPI_PASS)
+
+#ifdef TILED
+#define TILED_ARGS GEMM_ARGS
+#define TILE_M M
+#define TILE_N N
+#define TILE_K K
+#define A_KFAST (!TRANS_A)
+#define B_KFAST TRANS_B
+#define LOAD_A(b, i, q) ((i) < M && (q) < K ? ld_f(A, A_T, (b) * sa + a_index(lda, i, q)) : 0.0f)
+#define LOAD_B(b, q, j) ((j) < N && (q) < K ? ld_f(B, A_T, (b) * sb + b_index(ldb, q, j)) : 0.0f)
+#define STORE(b, i, j, acc) GEMM_STORE(b, i, j, acc)
+#endif
+
+#ifdef DIRECT
+/* MR rows at once (rows past M re-read row M-1 and are not stored). */
+kernel void direct(GEMM_ARGS) {
+    const long j = get_global_id(0), b = get_global_id(1);
+    if (j >= N) return;
+    float acc[MR];
+    for (int r = 0; r < MR; r++) acc[r] = 0.0f;
+    long arow[MR];
+    for (int r = 0; r < MR; r++) arow[r] = b * sa + a_index(lda, r < M ? r : M - 1, 0);
+    long q = 0;
+#if KV > 1 && !TRANS_A && TRANS_B && A_T == DT_F32
+    {
+        global const float *Af = (global const float *)A, *Bf = (global const float *)B + b * sb + j * ldb;
+        CAT(float, KV) vacc[MR];
+        for (int r = 0; r < MR; r++) vacc[r] = (CAT(float, KV))0.0f;
+        for (; q + KV <= K; q += KV) {
+            CAT(float, KV) bv = CAT(vload, KV)(0, Bf + q);
+            for (int r = 0; r < MR; r++) vacc[r] = fma(CAT(vload, KV)(0, Af + arow[r] + q), bv, vacc[r]);
+        }
+        for (int r = 0; r < MR; r++) {
+            float t[KV];
+            CAT(vstore, KV)(vacc[r], 0, t);
+            for (int v = 0; v < KV; v++) acc[r] += t[v];
+        }
+    }
+#endif
+    for (; q < K; q++) {
+        const float bv = ld_f(B, A_T, b * sb + b_index(ldb, q, j));
+        for (int r = 0; r < MR; r++) acc[r] = fma(ld_f(A, A_T, arow[r] + (TRANS_A ? q * lda : q)), bv, acc[r]);
+    }
+    for (int r = 0; r < MR; r++)
+        if (r < M) GEMM_STORE(b, (long)r, j, acc[r]);
+}
+#endif
+
+#ifdef BLOCKED
+/* f32, B n-contiguous: each work-item an RM x VW block of C held in vector
+ * registers, A and B read straight from global memory (caches on CPUs;
+ * no local memory, no barriers), A as 4-wide vectors along k when it is
+ * k-contiguous. The micro-kernel of a BLAS, written once in OpenCL C. */
+#if PACKB
+/* B (any transpose) as panels of VW columns, each K x VW contiguous and zero
+ * padded past N: the blocked kernel then streams its panel (no strided walk
+ * down B's columns, no TLB miss per row). Bp[b][j / VW][q][j % VW]. */
+kernel void pack_b(long N, long K, gcptr B, long ldb, long sb, global float *Bp) {
+    const long j = get_global_id(0), q = get_global_id(1), b = get_global_id(2);
+    const long NP = (N + VW - 1) / VW * VW;
+    if (j >= NP || q >= K) return;
+    Bp[b * NP * K + (j / VW) * K * VW + q * VW + j % VW] =
+        j < N ? ld_f(B, DT_F32, b * sb + b_index(ldb, q, j)) : 0.0f;
+}
+#endif
+
+/* KC > 0: k runs in KC-deep chunks with a work-group barrier between them,
+ * so the work-group's slices of A and B (RM*wg rows, VW*wg columns, KC deep)
+ * are reused from cache by all its work-items (PoCL runs a work-group's
+ * work-items one after the other between barriers). */
+kernel void blocked(GEMM_ARGS) {
+#if MFAST /* neighbouring work-items share a column panel of B (kept in cache) */
+    const long i0 = get_global_id(0) * RM, j0 = get_global_id(1) * VW, b = get_global_id(2);
+#else /* neighbouring work-items share rows of A */
+    const long j0 = get_global_id(0) * VW, i0 = get_global_id(1) * RM, b = get_global_id(2);
+#endif
+    const bool live = j0 < N && i0 < M;
+#if KC == 0
+    if (!live) return;
+#endif
+    /* a work-item past the edge computes on row/column 0 and stores nothing */
+    const long jl = live ? j0 : 0, il = live ? i0 : 0;
+#if PACKB /* B is the packed panels (ldb and sb unused) */
+    global const float *Af = (global const float *)A + b * sa;
+    global const float *Bf = (global const float *)B + b * ((N + VW - 1) / VW * VW) * K + jl * K;
+#define BROW(q) (Bf + (q) * VW)
+#else
+    global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb;
+#define BROW(q) (Bf + (q) * ldb + jl)
+#endif
+    realv acc[RM];
+    long arow[RM];
+    for (int r = 0; r < RM; r++) {
+        const long i = il + r < M ? il + r : M - 1;
+        arow[r] = TRANS_A ? i : i * lda;
+        acc[r] = (realv)0.0f;
+    }
+    const long astep = TRANS_A ? lda : 1;
+    const bool full = PACKB || jl + VW <= N;
+    const long chunk = KC > 0 ? KC : (K > 0 ? K : 1);
+    for (long k0 = 0; k0 < K; k0 += chunk) {
+        const long k1 = min(k0 + chunk, K);
+        long q = k0;
+        if (full) {
+#if !TRANS_A
+            for (; q + 4 <= k1; q += 4) {
+                const realv b0 = VLOADV(0, BROW(q)), b1 = VLOADV(0, BROW(q + 1));
+                const realv b2 = VLOADV(0, BROW(q + 2)), b3 = VLOADV(0, BROW(q + 3));
+                for (int r = 0; r < RM; r++) {
+                    const float4 a = vload4(0, Af + arow[r] + q);
+                    acc[r] = fma((realv)a.s0, b0, acc[r]);
+                    acc[r] = fma((realv)a.s1, b1, acc[r]);
+                    acc[r] = fma((realv)a.s2, b2, acc[r]);
+                    acc[r] = fma((realv)a.s3, b3, acc[r]);
+                }
+            }
+#endif
+            for (; q < k1; q++) {
+                const realv bv = VLOADV(0, BROW(q));
+                for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
+            }
+        } else { /* the right edge: columns past N read as 0 */
+            for (; q < k1; q++) {
+                float t[VW];
+                for (int v = 0; v < VW; v++) t[v] = jl + v < N ? Bf[q * ldb + jl + v] : 0.0f;
+                const realv bv = VLOADV(0, t);
+                for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
+            }
+        }
+#if KC > 0
+        barrier(CLK_GLOBAL_MEM_FENCE);
+#endif
+    }
+#undef BROW
+    if (!live) return;
+    for (int r = 0; r < RM && i0 + r < M; r++) {
+        float out[VW];
+        VSTOREV(acc[r], 0, out);
+        for (int v = 0; v < VW && j0 + v < N; v++) GEMM_STORE(b, i0 + r, j0 + v, out[v]);
+    }
+}
+#endif
+
+#ifdef ROWS
+/* f32, B n-contiguous, M <= MR rows (decode, GEMV): a work-item owns NC
+ * columns of C for all rows and walks B row by row, so B streams from
+ * memory in contiguous NC-wide runs (no strided walk down columns, no TLB
+ * miss per element); the accumulators live in private memory (L1 on CPUs). */
+kernel void rows(GEMM_ARGS) {
+    const long j0 = get_global_id(0) * NC, b = get_global_id(1);
+    if (j0 >= N) return;
+    global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb + j0;
+    realv acc[MR][NC / VW];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < NC / VW; v++) acc[r][v] = (realv)0.0f;
+    long arow[MR];
+    for (int r = 0; r < MR; r++) arow[r] = a_index(lda, r < M ? r : M - 1, 0);
+    const long astep = TRANS_A ? lda : 1;
+    if (j0 + NC <= N) {
+        for (long q = 0; q < K; q++) {
+            global const float *brow = Bf + q * ldb;
+            float a[MR];
+            for (int r = 0; r < MR; r++) a[r] = Af[arow[r] + q * astep];
+            for (int v = 0; v < NC / VW; v++) {
+                const realv bv = VLOADV(v, brow);
+                for (int r = 0; r < MR; r++) acc[r][v] = fma((realv)a[r], bv, acc[r][v]);
+            }
+        }
+    } else { /* the right edge: columns past N read as 0 */
+        for (long q = 0; q < K; q++) {
+            global const float *brow = Bf + q * ldb;
+            for (int v = 0; v < NC / VW; v++) {
+                float t[VW];
+                for (int e = 0; e < VW; e++) t[e] = j0 + v * VW + e < N ? brow[v * VW + e] : 0.0f;
+                const realv bv = VLOADV(0, t);
+                for (int r = 0; r < MR; r++) acc[r][v] = fma((realv)Af[arow[r] + q * astep], bv, acc[r][v]);
+            }
+        }
+    }
+    for (int r = 0; r < MR && r < M; r++)
+        for (int v = 0; v < NC / VW; v++) {
+            float out[VW];
+            VSTOREV(acc[r][v], 0, out);
+            for (int e = 0; e < VW && j0 + v * VW + e < N; e++) GEMM_STORE(b, (long)r, j0 + v * VW + e, out[e]);
+        }
+}
+#endif
+
+#ifdef GENERIC
+/* i32 = alpha * wrap32(sum) + beta * c, rounded half to even, saturated;
+ * exact integer arithmetic when alpha == 1 and beta is 0 or 1. */
+inline int i32_result(int acc, int c, float alpha, float beta) {
+    if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) return (int)((uint)acc + (beta == 1.0f ? (uint)c : 0u));
+#ifdef cl_khr_fp64
+    double v = rint((double)alpha * acc + (beta != 0.0f ? (double)beta * c : 0.0));
+    return v > 2147483647.0 ? INT_MAX : v < -2147483648.0 ? INT_MIN : (int)v;
+#else
+    float v = rint(alpha * (float)acc + (beta != 0.0f ? beta * (float)c : 0.0f));
+    return v >= 2147483648.0f ? INT_MAX : v < -2147483648.0f ? INT_MIN : (int)v;
+#endif
+}
+
+kernel void gemm_any(GEMM_ARGS) {
+    const long j = get_global_id(0), i = get_global_id(1), b = get_global_id(2);
+    if (i >= M || j >= N) return;
+    const long a0 = b * sa, b0 = b * sb;
+    if (A_T == DT_I8) {
+        global const char *Ai = (global const char *)A, *Bi = (global const char *)B;
+        uint acc = 0;
+        for (long q = 0; q < K; q++) acc += (uint)((int)Ai[a0 + a_index(lda, i, q)] * (int)Bi[b0 + b_index(ldb, q, j)]);
+        global int *Ci = (global int *)C + b * sc + i * ldc + j;
+        *Ci = i32_result((int)acc, beta != 0.0f ? *Ci : 0, alpha, beta);
+        return;
+    }
+    float acc = 0.0f;
+    for (long q = 0; q < K; q++) acc = fma(ld_f(A, A_T, a0 + a_index(lda, i, q)), ld_f(B, A_T, b0 + b_index(ldb, q, j)), acc);
+    GEMM_STORE(b, i, j, acc);
+}
+#endif
