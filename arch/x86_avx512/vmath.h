@@ -8,18 +8,25 @@
 
 #include "tessera.h"
 
-static inline vf vf_exp(vf x) {
-    x = vf_min(vf_max(x, vf_set1(-87.3f)), vf_set1(88.7f));
-    vf n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
-    vf r = vf_fma(n, vf_set1(-0.693359375f), x);
-    r = vf_fma(n, vf_set1(2.12194440e-4f), r);
+/* exp(x) = 2^n exp(r): n = round(x / ln 2) into *n, and exp(r) for
+ * r = x - n ln 2 (Cody-Waite, two constants) by the Cephes polynomial.
+ * The caller applies 2^n. */
+static inline vf vf_exp_reduced(vf x, vf *n) {
+    *n = vf_round(vf_mul(x, vf_set1(1.44269504088896341f)));
+    vf r = vf_fma(*n, vf_set1(-0.693359375f), x);
+    r = vf_fma(*n, vf_set1(2.12194440e-4f), r);
     vf y = vf_set1(1.9875691500e-4f);
     y = vf_fma(y, r, vf_set1(1.3981999507e-3f));
     y = vf_fma(y, r, vf_set1(8.3334519073e-3f));
     y = vf_fma(y, r, vf_set1(4.1665795894e-2f));
     y = vf_fma(y, r, vf_set1(1.6666665459e-1f));
     y = vf_fma(y, r, vf_set1(5.0000001201e-1f));
-    y = vf_fma(vf_mul(y, r), r, vf_add(r, vf_set1(1.0f)));
+    return vf_fma(vf_mul(y, r), r, vf_add(r, vf_set1(1.0f)));
+}
+
+static inline vf vf_exp(vf x) {
+    vf n;
+    const vf y = vf_exp_reduced(vf_min(vf_max(x, vf_set1(-87.3f)), vf_set1(88.7f)), &n);
     return vf_mul(y, vf_pow2i(n));
 }
 

@@ -36,23 +36,13 @@ typedef __m256 vmask;
 #define vf_sqrt(x) _mm256_sqrt_ps(x)
 #endif
 
-/* exp(x) * 2^k for every float x (k = 0: exp itself): Cody-Waite
- * reduction by n ln 2, the Cephes polynomial, and 2^(n + k) applied as two
- * exact halves, so that n in [-150, 129] (denormal results, the edge of
+/* exp(x) * 2^k for every float x (k = 0: exp itself): vmath.h's reduction
+ * and polynomial, and 2^(n + k) applied as two exact halves, so that n in [-150, 129] (denormal results, the edge of
  * overflow) rounds only once. k in [0, 64], for x <= 0 when k > 0. */
 static inline vf exp_scaled(vf x, float k) {
     const float lo = -104.0f - 0.6931472f * k; /* below it the result rounds to 0 */
-    const vf xc = vf_min(vf_max(x, vf_set1(lo)), vf_set1(89.0f));
-    const vf n = vf_round(vf_mul(xc, vf_set1(1.44269504088896341f)));
-    vf r = vf_fma(n, vf_set1(-0.693359375f), xc);
-    r = vf_fma(n, vf_set1(2.12194440e-4f), r);
-    vf y = vf_set1(1.9875691500e-4f);
-    y = vf_fma(y, r, vf_set1(1.3981999507e-3f));
-    y = vf_fma(y, r, vf_set1(8.3334519073e-3f));
-    y = vf_fma(y, r, vf_set1(4.1665795894e-2f));
-    y = vf_fma(y, r, vf_set1(1.6666665459e-1f));
-    y = vf_fma(y, r, vf_set1(5.0000001201e-1f));
-    y = vf_fma(vf_mul(y, r), r, vf_add(r, vf_set1(1.0f)));
+    vf n;
+    vf y = vf_exp_reduced(vf_min(vf_max(x, vf_set1(lo)), vf_set1(89.0f)), &n);
     const vf n1 = vf_round(vf_mul(n, vf_set1(0.5f)));
     y = vf_mul(vf_mul(y, vf_pow2i(n1)), vf_pow2i(vf_add(vf_sub(n, n1), vf_set1(k))));
     y = vf_select(vf_is(x, vf_set1(88.72283935546875f), _CMP_GE_OQ), y, vf_set1(INFINITY));

@@ -343,37 +343,18 @@ static float hsum(vf v) {
     return s;
 }
 
-#ifdef GEMM_BF16_DOT
-/* bf16 A row-major and B stored n x k with M <= 16: both operands are
- * k-contiguous, so vdpbf16ps takes 32 k of a row of A and a row of B as
- * they lie in memory. */
-static bool bf16_dot_ok(const tsr_gemm_desc *d) { return d->trans_b && !d->trans_a && d->m <= 16; }
 
-/* Rows [i0, i0+mr) x columns [j0, j0+nr) of C, an R x CC tile (constants
- * after inlining) of bf16 dot products, 32 k per step, masked tail. */
-static inline __attribute__((always_inline)) void dot_tile_bf16(const job *j, int64_t i0, int mr, int64_t j0, int nr,
-                                                                const int R, const int CC) {
+/* Tiles of the dot path: 4 rows x 3 columns (12 accumulators + 3 B vectors
+ * + 1 A vector), or for a single row (decode) 1 x 8, so that no FMA works
+ * on a duplicated row. */
+enum { DOT_MAX_ROWS = 4, DOT_MAX_COLS = 8 };
+
+/* A tile of finished dot products into C (any dtype): alpha, beta and the
+ * epilogue per output, M*N scalar steps against M*N*K multiply-adds. */
+static void dot_store(const job *j, const float tot[DOT_MAX_ROWS][DOT_MAX_COLS], int64_t i0, int mr, int64_t j0,
+                      int nr) {
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
-    const int64_t K = d->k;
-    const uint16_t *A = (const uint16_t *)j->a, *B = (const uint16_t *)j->b, *brow[8], *arow[4];
-    for (int c = 0; c < CC; c++) brow[c] = B + (j0 + (c < nr ? c : 0)) * d->ldb;
-    for (int r = 0; r < R; r++) arow[r] = A + (i0 + (r < mr ? r : 0)) * d->lda;
-    __m512 acc[4][8];
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < CC; c++) acc[r][c] = _mm512_setzero_ps();
-    for (int64_t p = 0; p < K; p += 32) {
-        const __mmask32 m = K - p >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (K - p)) - 1);
-        __m512bh b[8];
-        for (int c = 0; c < CC; c++) b[c] = (__m512bh)_mm512_maskz_loadu_epi16(m, brow[c] + p);
-        for (int r = 0; r < R; r++) {
-            const __m512bh a = (__m512bh)_mm512_maskz_loadu_epi16(m, arow[r] + p);
-            for (int c = 0; c < CC; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], a, b[c]);
-        }
-    }
-    float tot[4][8]; /* reduced at constant indices: the tile stays in registers */
-    for (int r = 0; r < R; r++)
-        for (int c = 0; c < CC; c++) tot[r][c] = _mm512_reduce_add_ps(acc[r][c]);
     for (int r = 0; r < mr; r++)
         for (int c = 0; c < nr; c++) {
             const int64_t row = i0 + r, col = j0 + c, ci = row * d->ldc + col;
@@ -384,29 +365,11 @@ static inline __attribute__((always_inline)) void dot_tile_bf16(const job *j, in
         }
 }
 
-static void dot_columns_bf16(const job *j, int64_t jlo, int64_t jhi) {
-    const int64_t M = j->g->d.m;
-    if (M == 1) {
-        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) dot_tile_bf16(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8);
-        return;
-    }
-    for (int64_t j0 = jlo; j0 < jhi; j0 += 4)
-        for (int64_t i0 = 0; i0 < M; i0 += 4)
-            dot_tile_bf16(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 4 ? jhi - j0 : 4), 4, 4);
-}
-#endif
-
-/* Tiles of the dot path: 4 rows x 3 columns (12 accumulators + 3 B vectors
- * + 1 A vector), or for a single row (decode) 1 x 8, so that no FMA works
- * on a duplicated row. */
-enum { DOT_MAX_ROWS = 4, DOT_MAX_COLS = 8 };
-
 /* Rows [i0, i0+mr) x columns [j0, j0+nr) of C, an R x CC tile (constants
  * after inlining) of dot products over K. */
 static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t i0, int mr, int64_t j0, int nr,
                                                            const int R, const int CC) {
-    const tsr_gemm_problem *g = j->g;
-    const tsr_gemm_desc *d = &g->d;
+    const tsr_gemm_desc *d = &j->g->d;
     const int64_t K = d->k, kfull = K / VL * VL;
     const float *A = (const float *)j->a, *B = (const float *)j->b;
     const float *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
@@ -428,30 +391,65 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
     float tot[DOT_MAX_ROWS][DOT_MAX_COLS];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < CC; c++) tot[r][c] = hsum(acc[r][c]);
-    for (int r = 0; r < mr; r++)
-        for (int c = 0; c < nr; c++) {
-            int64_t row = i0 + r, col = j0 + c;
-            float *cp = j->c + row * d->ldc + col;
-            float v = d->alpha * tot[r][c];
-            if (d->beta != 0.0f) v += d->beta * *cp;
-            *cp = tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? row : col, j->batch_index, row, col);
-        }
+    dot_store(j, tot, i0, mr, j0, nr);
 }
+#ifdef GEMM_BF16_DOT
+/* bf16 A row-major and B stored n x k with M <= 16: both operands are
+ * k-contiguous, so vdpbf16ps takes 32 k of a row of A and a row of B as
+ * they lie in memory. */
+static bool bf16_dot_ok(const tsr_gemm_desc *d) { return d->trans_b && !d->trans_a && d->m <= 16; }
+
+/* Rows [i0, i0+mr) x columns [j0, j0+nr) of C, an R x CC tile (constants
+ * after inlining) of bf16 dot products, 32 k per step, masked tail. */
+static inline __attribute__((always_inline)) void dot_tile_bf16(const job *j, int64_t i0, int mr, int64_t j0, int nr,
+                                                                const int R, const int CC) {
+    const tsr_gemm_desc *d = &j->g->d;
+    const int64_t K = d->k;
+    const uint16_t *A = (const uint16_t *)j->a, *B = (const uint16_t *)j->b, *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
+    for (int c = 0; c < CC; c++) brow[c] = B + (j0 + (c < nr ? c : 0)) * d->ldb;
+    for (int r = 0; r < R; r++) arow[r] = A + (i0 + (r < mr ? r : 0)) * d->lda;
+    __m512 acc[DOT_MAX_ROWS][DOT_MAX_COLS];
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < CC; c++) acc[r][c] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < K; p += 32) {
+        const __mmask32 m = K - p >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (K - p)) - 1);
+        __m512bh b[DOT_MAX_COLS];
+        for (int c = 0; c < CC; c++) b[c] = (__m512bh)_mm512_maskz_loadu_epi16(m, brow[c] + p);
+        for (int r = 0; r < R; r++) {
+            const __m512bh a = (__m512bh)_mm512_maskz_loadu_epi16(m, arow[r] + p);
+            for (int c = 0; c < CC; c++) acc[r][c] = _mm512_dpbf16_ps(acc[r][c], a, b[c]);
+        }
+    }
+    float tot[DOT_MAX_ROWS][DOT_MAX_COLS]; /* reduced at constant indices: the tile stays in registers */
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < CC; c++) tot[r][c] = _mm512_reduce_add_ps(acc[r][c]);
+    dot_store(j, tot, i0, mr, j0, nr);
+}
+
+#endif
 
 /* Columns [jlo, jhi) of C as dot products of A's rows with B's stored rows:
  * B streams through once, whatever M. The scalar epilogue runs per output
  * (M*N values against M*N*K multiply-adds). Column blocks outermost: their
  * few B rows stay in L1/L2 while every group of A rows (all of A is small:
  * M is skinny) passes over them. */
+#ifdef GEMM_BF16_DOT /* bf16 B is never read in place but by this path */
+#define DOT_TILE dot_tile_bf16
+#define DOT_COLS 4
+#else
+#define DOT_TILE dot_tile
+#define DOT_COLS 3
+#endif
 static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
     const int64_t M = j->g->d.m;
     if (M == 1) {
-        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) dot_tile(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8);
+        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) DOT_TILE(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8);
         return;
     }
-    for (int64_t j0 = jlo; j0 < jhi; j0 += 3)
+    for (int64_t j0 = jlo; j0 < jhi; j0 += DOT_COLS)
         for (int64_t i0 = 0; i0 < M; i0 += 4)
-            dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 3 ? jhi - j0 : 3), 4, 3);
+            DOT_TILE(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < DOT_COLS ? jhi - j0 : DOT_COLS), 4,
+                     DOT_COLS);
 }
 
 enum { STREAM_ROWS = 4, STREAM_COLS = 1024 };
@@ -530,7 +528,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     }
 #ifdef GEMM_BF16_DOT
     if (bf16_dot_ok(d)) { /* x W^T with few rows: B streams once, unpacked */
-        dot_columns_bf16(j, N * tid / nth, N * (tid + 1) / nth);
+        dot_columns(j, N * tid / nth, N * (tid + 1) / nth);
         return;
     }
 #endif
