@@ -52,6 +52,7 @@ tsr_status tsr_workload_conv(tsr_workload *w, int64_t n, int64_t c, int64_t h, i
  * without mask or lse. */
 tsr_status tsr_workload_from_record(tsr_workload *w, const tsr_table_rec_view *v);
 tsr_status tsr_workload_attention_from_record(tsr_workload *w, const tsr_table_rec_view *v);
+tsr_status tsr_workload_conv_from_record(tsr_workload *w, const tsr_table_rec_view *v);
 
 /* Allocates and fills the buffers on ctx and computes the reference output
  * on the host with the reference kernels. Memory-bound problems get enough

@@ -2,6 +2,7 @@
  * tessera-tune tunes (`--op conv`, with the bench's shape files,
  * bench/shapes/conv_*.txt, at batch 1). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tuner.h"
@@ -51,4 +52,36 @@ tsr_status tsr_workload_conv(tsr_workload *w, int64_t n, int64_t c, int64_t h, i
     w->atol = (double)taps * ldexp(1.0, -21);
     w->rtol = t == TSR_F16 ? ldexp(1.0, -9) : t == TSR_BF16 ? ldexp(1.0, -6) : 1e-5;
     return TSR_OK;
+}
+
+/* A record tessera-tune wrote for tsr_workload_conv: NHWC x, OHWI filter,
+ * one dtype, square stride and padding, no dilation, no epilogue. */
+tsr_status tsr_workload_conv_from_record(tsr_workload *w, const tsr_table_rec_view *v) {
+    static const char *const names[] = {"n", "c", "h", "w", "k", "groups"};
+    if (v->ndims != 6) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "tune: conv2d record shape '%s'", v->shape);
+    for (int i = 0; i < 6; i++)
+        if (strcmp(v->dim_names[i], names[i]) != 0)
+            return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "tune: conv2d record shape '%s' is not n,c,h,w,k,groups",
+                            v->shape);
+    long long r, s, sh, sw, pt, pb, pl, pr, dh, dw;
+    char rest[64] = "";
+    if (sscanf(v->variant, "rs=%lldx%lld,st=%lldx%lld,pad=%lld.%lld.%lld.%lld,dil=%lldx%lld,%63s", &r, &s, &sh, &sw,
+               &pt, &pb, &pl, &pr, &dh, &dw, rest) != 11)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "tune: conv2d record variant '%s'", v->variant);
+    const char *epi = strstr(rest, "epi=");
+    if (sh != sw || pt != pb || pt != pl || pt != pr || dh != 1 || dw != 1 || !epi || strcmp(epi, "epi=none") != 0 ||
+        strcmp(v->layout, "NHWC.OHWI") != 0)
+        return tsr_fail(TSR_ERR_NOT_SUPPORTED,
+                        "tune: conv2d records other than NHWC.OHWI, square stride and padding, no dilation or "
+                        "epilogue (%s %s) cannot be re-timed yet", v->layout, v->variant);
+    tsr_dtype t = TSR_F32;
+    char three[64];
+    bool named = false;
+    for (int i = TSR_F32; i <= TSR_BF16 && !named; i++) {
+        const char *n = tsr_dtype_name((tsr_dtype)i);
+        snprintf(three, sizeof three, "%s,%s,%s", n, n, n);
+        if (!strcmp(v->dtypes, three)) t = (tsr_dtype)i, named = true;
+    }
+    if (!named) return tsr_fail(TSR_ERR_NOT_SUPPORTED, "tune: conv2d record dtypes '%s' are not one float dtype", v->dtypes);
+    return tsr_workload_conv(w, v->dims[0], v->dims[1], v->dims[2], v->dims[3], v->dims[4], r, s, sh, pt, v->dims[5], t);
 }

@@ -94,8 +94,7 @@ static bool dtype_named(const char *s, size_t len, tsr_dtype *t) {
 
 tsr_status tsr_workload_from_record(tsr_workload *w, const tsr_table_rec_view *v) {
     if (strcmp(v->op, "attention") == 0) return tsr_workload_attention_from_record(w, v);
-    if (strcmp(v->op, "conv2d") == 0)
-        return tsr_fail(TSR_ERR_NOT_SUPPORTED, "tune: conv2d records cannot be re-timed by --verify yet");
+    if (strcmp(v->op, "conv2d") == 0) return tsr_workload_conv_from_record(w, v);
     if (strcmp(v->op, "gemm") != 0)
         return tsr_fail(TSR_ERR_NOT_SUPPORTED, "tune: no workload for %s records yet", v->op);
     if (strcmp(v->variant, "epi=none") != 0)

@@ -480,8 +480,33 @@ START_TEST(workload_from_record) {
     ck_assert_int_eq(tsr_workload_from_record(&w, &v), TSR_ERR_NOT_SUPPORTED);
     ck_assert(tsr_table_record(t, 2, &v));
     ck_assert_int_eq(tsr_workload_from_record(&w, &v), TSR_ERR_INVALID_ARGUMENT);
-    ck_assert(tsr_table_record(t, 3, &v));
-    ck_assert_int_eq(tsr_workload_from_record(&w, &v), TSR_ERR_NOT_SUPPORTED);
+    ck_assert(tsr_table_record(t, 3, &v)); /* a conv2d shape without its dims */
+    ck_assert_int_eq(tsr_workload_from_record(&w, &v), TSR_ERR_INVALID_ARGUMENT);
+    tsr_table_free(t);
+
+    /* a conv2d record as tessera-tune writes it comes back as the same problem */
+    tsr_workload cw, back;
+    ck_assert_int_eq(tsr_workload_conv(&cw, 2, 6, 9, 11, 8, 3, 3, 2, 1, 2, TSR_BF16), TSR_OK);
+    char shape[256];
+    tsr_pkey_shape(&cw.key, shape, sizeof shape);
+    snprintf(text, sizeof text, "%sconv2d %s %s %s %s k.x a=1 time_us=1 default_us=1\n", h, cw.key.dtypes,
+             cw.key.layout, cw.key.variant, shape);
+    ck_assert_msg(tsr_table_parse(text, strlen(text), &fp, &t, why, sizeof why) == TSR_OK, "%s", why);
+    ck_assert(tsr_table_record(t, 0, &v));
+    ck_assert_msg(tsr_workload_from_record(&back, &v) == TSR_OK, "%s", tsr_last_error());
+    const tsr_conv2d_desc *a = &cw.problem.u.conv.d, *b = &back.problem.u.conv.d;
+    ck_assert(a->n == b->n && a->c == b->c && a->h == b->h && a->w == b->w && a->k == b->k && a->r == b->r &&
+              a->s == b->s && a->stride_h == b->stride_h && a->pad_left == b->pad_left && a->groups == b->groups &&
+              a->x_dtype == b->x_dtype);
+    ck_assert_str_eq(back.key.variant, cw.key.variant);
+    /* dilation (which the tuner never writes) is said, not guessed */
+    char variant[256];
+    snprintf(variant, sizeof variant, "%s", v.variant);
+    char *dil = strstr(variant, "dil=1x1");
+    ck_assert_ptr_nonnull(dil);
+    dil[4] = '2';
+    v.variant = variant;
+    ck_assert_int_eq(tsr_workload_from_record(&back, &v), TSR_ERR_NOT_SUPPORTED);
     tsr_table_free(t);
 }
 END_TEST
