@@ -185,11 +185,15 @@ START_TEST(wrong_candidate_is_discarded) {
     ck_assert_int_eq(r[0].def.v[0], 2);
     ck_assert_int_eq(r[0].def.v[1], 1);
     /* Wrong schedules ran once (the check) and were never timed; the
-     * invalid one never ran; correct ones ran for warm-up and samples. */
+     * invalid one never ran; correct ones ran for the check and a warm-up,
+     * then for samples unless the warm-up already showed them hopeless
+     * against a faster one (timing: under a sanitizer or load it happens);
+     * the heuristic's schedule is always sampled. */
     for (int s = 0; s < 3; s++) ck_assert_int_eq(runs[3][s], 1);
     ck_assert_int_eq(runs[4][0], 1);
     ck_assert_int_eq(runs[4][2], 0);
-    ck_assert_int_ge(runs[1][0], 3);
+    ck_assert_int_ge(runs[1][0], 2);
+    ck_assert_int_ge(runs[2][1], 3);
 
     /* The winner goes through the table and comes back for this problem. */
     char line[1024], *dir = make_dir();
