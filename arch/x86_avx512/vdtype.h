@@ -10,7 +10,7 @@
 #include <math.h>
 #include <stdbool.h>
 
-#include "tessera.h"
+#include "internal.h" /* tsr_load_f, tsr_store_f */
 
 #if VL == 16
 /* lanes 8..15 (AVX-512F has no 32x8 extract without DQ) */
@@ -67,6 +67,29 @@ static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dt
 #else
     vf_store8_dtype(h, t, v);
 #endif
+}
+
+/* The first n (1..VL) values of dtype t at element i of p, as f32; lanes
+ * past n read as 0. */
+static inline vf vf_load_n_dtype(const void *p, tsr_dtype t, int64_t i, int n) {
+    if (t == TSR_F32) return vf_load_n((const float *)p + i, n);
+    if (n >= VL) return vf_load_dtype(p, t, i);
+    float tmp[VL] = {0};
+    for (int j = 0; j < n; j++) tmp[j] = tsr_load_f(p, t, i + j);
+    return vf_load(tmp);
+}
+
+/* The first n (1..VL) lanes of v into element i of p in dtype t. */
+static inline void vf_store_n_dtype(void *p, tsr_dtype t, int64_t i, vf v, int n) {
+    if (t == TSR_F32) {
+        vf_store_n((float *)p + i, v, n);
+    } else if (n >= VL) {
+        vf_store_dtype(p, t, i, v);
+    } else {
+        float tmp[VL];
+        vf_store(tmp, v);
+        for (int j = 0; j < n; j++) tsr_store_f(p, t, i + j, tmp[j]);
+    }
 }
 
 /* The sums of four vectors, lane-reduced, into out[0..3]: one shuffle tree. */

@@ -175,10 +175,7 @@ static bool chain_supports(const tsr_problem *p, const tsr_context *ctx, char *w
 /* n <= VL elements of tensor k at element offset off (stride s: 1 or 0). */
 static inline vf load_k(const chain_view *v, int k, int64_t off, int64_t s, int n) {
     if (s == 0) return vf_set1(tsr_load_f(v->base[k], v->dtype[k], off));
-    if (n == VL) return vf_load_dtype(v->base[k], v->dtype[k], off);
-    float t[VL] = {0};
-    for (int i = 0; i < n; i++) t[i] = tsr_load_f(v->base[k], v->dtype[k], off + i);
-    return vf_load(t);
+    return vf_load_n_dtype(v->base[k], v->dtype[k], off, n);
 }
 
 static void run_block(const tsr_chain_desc *ch, const chain_view *v, int64_t row, int64_t j0, int64_t j1) {
@@ -206,13 +203,7 @@ static void run_block(const tsr_chain_desc *ch, const chain_view *v, int64_t row
             const bool left = st->kind == TSR_STEP_SCALAR_LEFT || st->kind == TSR_STEP_TENSOR_LEFT;
             x = left ? apply_binary(st->binary, o, x) : apply_binary(st->binary, x, o);
         }
-        if (n == VL) {
-            vf_store_dtype((void *)v->base[0], v->dtype[0], off[0] + j, x);
-        } else {
-            float t[VL];
-            vf_store(t, x);
-            for (int i = 0; i < n; i++) tsr_store_f((void *)v->base[0], v->dtype[0], off[0] + j + i, t[i]);
-        }
+        vf_store_n_dtype((void *)v->base[0], v->dtype[0], off[0] + j, x, n);
     }
 }
 

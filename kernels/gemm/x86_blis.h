@@ -294,31 +294,19 @@ static void store_tile(const job *j, vf acc[MR][NV], int64_t i0, int64_t mr, int
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
     const vf alpha = vf_set1(d->alpha), beta = vf_set1(d->beta);
-    const bool narrow = d->c_dtype != TSR_F32;
     for (int64_t i = 0; i < mr; i++) {
-        float *crow = narrow ? NULL : j->c + (i0 + i) * d->ldc + j0;
         for (int v = 0; v < NV && v * VL < nr; v++) {
             int n = (int)(nr - v * VL < VL ? nr - v * VL : VL);
-            /* a narrow C goes through f32 lanes here (O(M N) conversions) */
-            float wide[VL];
             const int64_t ci = (i0 + i) * d->ldc + j0 + v * VL;
-            if (narrow && d->beta != 0.0f)
-                for (int q = 0; q < n; q++) wide[q] = tsr_load_f(j->cn, d->c_dtype, ci + q);
-            const float *old = narrow ? wide : crow + v * VL;
             vf r = vf_mul(acc[i][v], alpha);
-            if (!first) r = vf_add(r, vf_load_n(old, n));
-            else if (d->beta != 0.0f) r = vf_fma(beta, vf_load_n(old, n), r);
+            if (!first) r = vf_add(r, vf_load_n_dtype(j->cn, d->c_dtype, ci, n)); /* f32: a narrow C is one K block */
+            else if (d->beta != 0.0f) r = vf_fma(beta, vf_load_n_dtype(j->cn, d->c_dtype, ci, n), r);
             if (last) {
                 int64_t row = i0 + i, col = j0 + v * VL;
                 r = ukr_epilogue(&d->epilogue, r, g->bias_along_m ? row : col, g->bias_along_m, j->batch_index,
                                  row, col, n);
             }
-            if (narrow) {
-                vf_store(wide, r);
-                for (int q = 0; q < n; q++) tsr_store_f(j->cn, d->c_dtype, ci + q, wide[q]);
-            } else {
-                vf_store_n(crow + v * VL, r, n);
-            }
+            vf_store_n_dtype(j->cn, d->c_dtype, ci, r, n);
         }
     }
 }

@@ -43,29 +43,6 @@ static inline void ukr_zero(vf acc[MR][NV]) {
         for (int v = 0; v < NV; v++) acc[i][v] = vf_zero();
 }
 
-/* The first n (1..VL) values of dtype t at element i of p, as f32; lanes
- * past n read as 0. */
-static inline vf vf_load_n_dtype(const void *p, tsr_dtype t, int64_t i, int n) {
-    if (t == TSR_F32) return vf_load_n((const float *)p + i, n);
-    if (n >= VL) return vf_load_dtype(p, t, i);
-    float tmp[VL] = {0};
-    for (int j = 0; j < n; j++) tmp[j] = tsr_load_f(p, t, i + j);
-    return vf_load(tmp);
-}
-
-/* The first n (1..VL) lanes of v into element i of p in dtype t. */
-static inline void vf_store_n_dtype(void *p, tsr_dtype t, int64_t i, vf v, int n) {
-    if (t == TSR_F32) {
-        vf_store_n((float *)p + i, v, n);
-    } else if (n >= VL) {
-        vf_store_dtype(p, t, i, v);
-    } else {
-        float tmp[VL];
-        vf_store(tmp, v);
-        for (int j = 0; j < n; j++) tsr_store_f(p, t, i + j, tmp[j]);
-    }
-}
-
 /* e's steps on n (1..VL) outputs in r, as tsr_epilogue_apply_ref defines
  * them: the bias at element bias_i of its vector (one value broadcast when
  * bias_bcast, else n consecutive), the residual at element
