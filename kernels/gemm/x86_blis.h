@@ -92,7 +92,7 @@ static bool can_skip_pack_b(const tsr_gemm_desc *d) {
 static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
     s->v[KNOB_MC] = 144;
-    s->v[KNOB_KC] = 256;
+    s->v[KNOB_KC] = 384;
     s->v[KNOB_NC] = 4032;
     /* Skinny M: packing B costs as much memory traffic as the GEMM itself. */
     s->v[KNOB_PACK_B] = !(d->m <= 4 * MR && can_skip_pack_b(d));
@@ -114,6 +114,7 @@ typedef struct job {
     float *c;   /* f32 C */
     char *cn;   /* f16/bf16 C (one K block: partial sums never round to it) */
     int64_t batch_index;
+    int64_t n_lo, n_hi; /* the columns of C this job computes */
     int64_t mc, kc, nc;
     bool pack_b;
 } job;
@@ -204,9 +205,11 @@ static inline void micro_kernel(int64_t kc, const float *restrict ap, const floa
     }
 }
 #else
-/* 8 k of up to 8 rows of f32 A (rows lda apart) transposed into 8 panel
- * columns of MR (<= 8) floats: dst[q * MR + i] = rows[i][q]. */
-static inline void transpose8(const float *a, int64_t lda, int rows, float *dst) {
+/* 8 consecutive floats of up to 8 rows (lda apart; missing rows read as 0)
+ * transposed: dst[q * dstride + i] = row i's element q, for the first
+ * `lanes` (<= 8) rows. Packs A's rows into MR-row panels and transposed B's
+ * stored rows into NR-column ones. */
+static inline void transpose8(const float *a, int64_t lda, int rows, float *dst, int64_t dstride, int lanes) {
     __m256 r[8];
     for (int i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(a + i * lda) : _mm256_setzero_ps();
     __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
@@ -221,11 +224,11 @@ static inline void transpose8(const float *a, int64_t lda, int rows, float *dst)
                    _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
                    _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
                    _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
-    if (MR == 8) {
-        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + q * MR, c[q]);
-    } else { /* MR < 8: the first MR lanes of each column */
-        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(MR), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + q * MR, keep, c[q]);
+    if (lanes == 8) {
+        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + q * dstride, c[q]);
+    } else {
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + q * dstride, keep, c[q]);
     }
 }
 
@@ -235,7 +238,7 @@ static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
     int64_t p = 0;
     if (d->a_dtype == TSR_F32 && !d->trans_a) /* rows of A become columns: 8 k at a time */
         for (const float *a = (const float *)j->a + i0 * d->lda + p0; p + 8 <= kc; p += 8)
-            transpose8(a + p, d->lda, (int)mr, dst + p * MR);
+            transpose8(a + p, d->lda, (int)mr, dst + p * MR, MR, MR);
     for (; p < kc; p++) {
         for (int64_t i = 0; i < mr; i++) {
             int64_t idx = d->trans_a ? (p0 + p) * d->lda + i0 + i : (i0 + i) * d->lda + p0 + p;
@@ -249,16 +252,17 @@ static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
 static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
     if (d->trans_b) {
-        /* Read each stored row of B (a column of op(B)) contiguously; the
-         * panel written with stride NR stays in L1. */
+        /* Stored rows of B (columns of op(B)) 8 at a time, 8 k at a time,
+         * through an 8x8 transpose in registers; the panel stays in L1. */
+        const int64_t kfull = d->b_dtype == TSR_F32 ? kc / 8 * 8 : 0;
+        for (int64_t c = 0; c < nr; c += 8) {
+            const float *src = (const float *)j->b + (j0 + c) * d->ldb + p0;
+            for (int64_t p = 0; p < kfull; p += 8)
+                transpose8(src + p, d->ldb, (int)(nr - c < 8 ? nr - c : 8), dst + p * NR + c, NR, 8);
+        }
         for (int64_t c = 0; c < nr; c++) {
             const int64_t base = (j0 + c) * d->ldb + p0;
-            if (d->b_dtype == TSR_F32) {
-                const float *src = (const float *)j->b + base;
-                for (int64_t p = 0; p < kc; p++) dst[p * NR + c] = src[p];
-            } else {
-                for (int64_t p = 0; p < kc; p++) dst[p * NR + c] = load_in(j->b, d->b_dtype, base + p);
-            }
+            for (int64_t p = kfull; p < kc; p++) dst[p * NR + c] = load_in(j->b, d->b_dtype, base + p);
         }
         for (int64_t p = 0; p < kc; p++)
             for (int64_t c = nr; c < NR; c++) dst[p * NR + c] = 0.0f;
@@ -499,6 +503,20 @@ static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
     }
 }
 
+/* The C tile the next store_tile reads and writes: its rows are ldc apart,
+ * a stride the hardware prefetcher does not follow, so without this every
+ * K block after the first waits on MR misses from L3 or memory. Issued
+ * before the micro-kernel, whose kc FMA steps hide the latency. */
+static inline void prefetch_c_tile(const job *j, int64_t i0, int64_t mr, int64_t j0, int64_t nr) {
+    const tsr_gemm_desc *d = &j->g->d;
+    const size_t es = tsr_dtype_size(d->c_dtype);
+    for (int64_t i = 0; i < mr; i++) {
+        const char *row = j->cn + (size_t)((i0 + i) * d->ldc + j0) * es;
+        for (size_t off = 0; off < (size_t)nr * es; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
+        _mm_prefetch(row + (size_t)nr * es - 1, _MM_HINT_T0);
+    }
+}
+
 static void team_barrier(int nth) {
     if (nth > 1) {
 #pragma omp barrier
@@ -509,27 +527,33 @@ static void team_barrier(int nth) {
  * ap (MC x KC) and bp (KC x NC), both packed. */
 static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     const tsr_gemm_desc *d = &j->g->d;
-    const int64_t M = d->m, N = d->n, K = d->k;
+    const int64_t M = d->m, K = d->k, N0 = j->n_lo, N1 = j->n_hi, NW = N1 - N0;
     if (K == 0) {
         scale_only(j, tid, nth);
         return;
     }
 #ifdef GEMM_BF16_DOT
     if (bf16_dot_ok(d)) { /* x W^T with few rows: B streams once, unpacked */
-        dot_columns(j, N * tid / nth, N * (tid + 1) / nth);
+        dot_columns(j, N0 + NW * tid / nth, N0 + NW * (tid + 1) / nth);
         return;
     }
 #endif
     if (!j->pack_b && (d->trans_b || M <= STREAM_ROWS)) { /* contiguous column ranges per thread */
-        int64_t lo = N * tid / nth / VL * VL, hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
+        int64_t lo = N0 + NW * tid / nth / VL * VL, hi = tid == nth - 1 ? N1 : N0 + NW * (tid + 1) / nth / VL * VL;
         if (d->trans_b) dot_columns(j, lo, hi);
         else stream_rows(j, lo, hi);
         return;
     }
-    for (int64_t jc = 0; jc < N; jc += j->nc) {
-        int64_t ncur = N - jc < j->nc ? N - jc : j->nc, npanels = (ncur + NR - 1) / NR;
-        for (int64_t pc = 0; pc < K; pc += j->kc) {
-            int64_t kcur = K - pc < j->kc ? K - pc : j->kc;
+    /* Equal blocks of at most nc columns and kc k: no thin last column block
+     * repacking all of A, no short last K block paying a full pass over C.
+     * K blocks stay multiples of 8 (whole transposes when packing). */
+    const int64_t nblocks = (NW + j->nc - 1) / j->nc, ncb = ((NW + nblocks - 1) / nblocks + NR - 1) / NR * NR;
+    const int64_t kblocks = (K + j->kc - 1) / j->kc, kc8 = ((K + kblocks - 1) / kblocks + 7) / 8 * 8;
+    const int64_t kcb = kc8 < j->kc ? kc8 : j->kc;
+    for (int64_t jc = N0; jc < N1; jc += ncb) {
+        int64_t ncur = N1 - jc < ncb ? N1 - jc : ncb, npanels = (ncur + NR - 1) / NR;
+        for (int64_t pc = 0; pc < K; pc += kcb) {
+            int64_t kcur = K - pc < kcb ? K - pc : kcb;
             bool first = pc == 0, last = pc + kcur == K;
             /* B panels: all of them packed, or only the ragged last one */
             for (int64_t jr = tid; jr < npanels; jr += nth) {
@@ -550,6 +574,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     vf acc[MR][NV];
+                    prefetch_c_tile(j, ic + ir * MR, mr, jc + jr * NR, nr);
                     if (j->pack_b || nr < NR)
                         micro_kernel(kcur, ap + ir * MR * kcur, bp + jr * NR * kcur, NR, acc);
                     else
@@ -579,7 +604,7 @@ static job job_for(const job *base, int64_t bt) {
 static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
-    job base = {.g = g, .mc = s->v[KNOB_MC], .kc = s->v[KNOB_KC], .nc = s->v[KNOB_NC],
+    job base = {.g = g, .n_lo = 0, .n_hi = d->n, .mc = s->v[KNOB_MC], .kc = s->v[KNOB_KC], .nc = s->v[KNOB_NC],
                 .pack_b = s->v[KNOB_PACK_B] != 0};
     if (!base.pack_b && !can_skip_pack_b(d)) base.pack_b = true;
     if (d->c_dtype != TSR_F32 && d->k > base.kc) { /* a narrow C takes the sum once: one K block, */
