@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../arch/x86_avx2/transpose.h"
 #include "internal.h"
 
 #define MR 8
@@ -64,7 +65,7 @@ static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     (void)ctx;
     const tsr_gemm_desc *d = &p->u.gemm.d;
     s->v[KNOB_MC] = 192;
-    s->v[KNOB_KC] = 1024;
+    s->v[KNOB_KC] = 2048;
     s->v[KNOB_NC] = 2016;
     s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : PATH_PACKED;
 }
@@ -132,7 +133,17 @@ static inline __m512i interleave4(const int8_t *r0, int64_t ld) {
  * -128 * the column sums (vpdpbusd of ones against the packed bytes). */
 static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0, int64_t nr, int8_t *dst) {
     const tsr_gemm_desc *d = j->d;
-    for (int64_t p = 0; p < kc4; p += 4) {
+    int64_t p = 0;
+    if (d->trans_b && d->ldb % 4 == 0) { /* B stored n x k: 8 columns x 32 k per 8x8 transpose of 4-byte groups */
+        const int64_t k32 = kc / 32 * 32;
+        for (int64_t c = 0; c < NR; c += 8) {
+            const int rows = nr - c <= 0 ? 0 : nr - c < 8 ? (int)(nr - c) : 8; /* 0: padding columns of zeros */
+            const int8_t *src = rows ? j->b + (j0 + c) * d->ldb + p0 : j->b;
+            for (int64_t q = 0; q < k32; q += 32) tsr_transpose8x8(src + q, d->ldb / 4, rows, dst + (q / 4 * NR + c) * 4, NR, 8);
+        }
+        p = k32;
+    }
+    for (; p < kc4; p += 4) {
         int8_t *out = dst + (p / 4) * NR * 4;
         const bool full_k = p + 4 <= kc;
         if (full_k && !d->trans_b && nr == NR) {
@@ -282,6 +293,16 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
     }
 }
 
+/* C's tile rows are ldc apart, which the hardware prefetcher does not
+ * follow: fetched before the micro-kernel, they arrive while it runs. */
+static inline void prefetch_c_tile(const job *j, int64_t i0, int64_t mr, int64_t j0, int64_t nr) {
+    for (int64_t i = 0; i < mr; i++) {
+        const int32_t *row = j->c + (i0 + i) * j->d->ldc + j0;
+        for (int64_t c = 0; c < nr; c += 16) _mm_prefetch((const char *)(row + c), _MM_HINT_T0);
+        _mm_prefetch((const char *)(row + nr - 1), _MM_HINT_T0);
+    }
+}
+
 static void team_barrier(int nth) {
     if (nth > 1) {
 #pragma omp barrier
@@ -294,10 +315,15 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
     const tsr_gemm_desc *d = j->d;
     const int64_t M = d->m, N = d->n, K = d->k;
     const size_t bpanel = (size_t)(j->kc * NR + NR * 4); /* interleaved bytes + column sums */
-    for (int64_t jc = 0; jc < N; jc += j->nc) {
-        const int64_t ncur = N - jc < j->nc ? N - jc : j->nc, npanels = (ncur + NR - 1) / NR;
-        for (int64_t pc = 0; pc < K; pc += j->kc) {
-            const int64_t kcur = K - pc < j->kc ? K - pc : j->kc, kc4 = (kcur + 3) / 4 * 4;
+    /* Equal blocks of at most nc columns and kc k (multiples of 64): no thin
+     * last block repacking A or paying a whole pass over C. */
+    const int64_t nblocks = (N + j->nc - 1) / j->nc, ncb = ((N + nblocks - 1) / nblocks + NR - 1) / NR * NR;
+    const int64_t kblocks = (K + j->kc - 1) / j->kc, k64 = ((K + kblocks - 1) / kblocks + 63) / 64 * 64;
+    const int64_t kcb = k64 < j->kc ? k64 : j->kc;
+    for (int64_t jc = 0; jc < N; jc += ncb) {
+        const int64_t ncur = N - jc < ncb ? N - jc : ncb, npanels = (ncur + NR - 1) / NR;
+        for (int64_t pc = 0; pc < K; pc += kcb) {
+            const int64_t kcur = K - pc < kcb ? K - pc : kcb, kc4 = (kcur + 3) / 4 * 4;
             for (int64_t jr = tid; jr < npanels; jr += nth) {
                 int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                 pack_b(j, pc, kcur, kc4, jc + jr * NR, nr, bp + (size_t)jr * bpanel);
@@ -315,6 +341,7 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                     const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     __m512i acc[MR][NV];
+                    prefetch_c_tile(j, ic + ir * MR, mr, jc + jr * NR, nr);
                     micro_kernel(kc4 / 4, ap + ir * MR * kc4, bp + (size_t)jr * bpanel, acc);
                     store_tile(j, acc, ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
                 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../arch/x86_avx2/transpose.h"
 #include "../../arch/x86_avx512/vdtype.h"
 #include "internal.h"
 
@@ -205,40 +206,13 @@ static inline void micro_kernel(int64_t kc, const float *restrict ap, const floa
     }
 }
 #else
-/* 8 consecutive floats of up to 8 rows (lda apart; missing rows read as 0)
- * transposed: dst[q * dstride + i] = row i's element q, for the first
- * `lanes` (<= 8) rows. Packs A's rows into MR-row panels and transposed B's
- * stored rows into NR-column ones. */
-static inline void transpose8(const float *a, int64_t lda, int rows, float *dst, int64_t dstride, int lanes) {
-    __m256 r[8];
-    for (int i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(a + i * lda) : _mm256_setzero_ps();
-    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    __m256 c[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
-                   _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
-                   _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
-                   _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
-    if (lanes == 8) {
-        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + q * dstride, c[q]);
-    } else {
-        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + q * dstride, keep, c[q]);
-    }
-}
-
 /* A(i, p) for rows [i0, i0+mr) and k in [p0, p0+kc) into an MR-row panel. */
 static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
     int64_t p = 0;
     if (d->a_dtype == TSR_F32 && !d->trans_a) /* rows of A become columns: 8 k at a time */
         for (const float *a = (const float *)j->a + i0 * d->lda + p0; p + 8 <= kc; p += 8)
-            transpose8(a + p, d->lda, (int)mr, dst + p * MR, MR, MR);
+            tsr_transpose8x8(a + p, d->lda, (int)mr, dst + p * MR, MR, MR);
     for (; p < kc; p++) {
         for (int64_t i = 0; i < mr; i++) {
             int64_t idx = d->trans_a ? (p0 + p) * d->lda + i0 + i : (i0 + i) * d->lda + p0 + p;
@@ -258,7 +232,7 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
         for (int64_t c = 0; c < nr; c += 8) {
             const float *src = (const float *)j->b + (j0 + c) * d->ldb + p0;
             for (int64_t p = 0; p < kfull; p += 8)
-                transpose8(src + p, d->ldb, (int)(nr - c < 8 ? nr - c : 8), dst + p * NR + c, NR, 8);
+                tsr_transpose8x8(src + p, d->ldb, (int)(nr - c < 8 ? nr - c : 8), dst + p * NR + c, NR, 8);
         }
         for (int64_t c = 0; c < nr; c++) {
             const int64_t base = (j0 + c) * d->ldb + p0;

@@ -1,0 +1,38 @@
+/* An 8x8 transpose of 32-bit elements in AVX registers, for packing. */
+#ifndef TSR_X86_TRANSPOSE_H
+#define TSR_X86_TRANSPOSE_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+/* 8 consecutive 32-bit elements of up to 8 rows (lda apart; missing rows
+ * read as 0) transposed: dst[q * dstride + i] = row i's element q, for the
+ * first `lanes` (<= 8) rows. The moves are bit-exact, so it packs int8
+ * groups of four as well as floats: GEMM panels from rows of A and from
+ * transposed B's stored rows. */
+static inline void tsr_transpose8x8(const void *src, int64_t lda, int rows, void *out, int64_t dstride, int lanes) {
+    const float *a = (const float *)src; /* lda and dstride count 32-bit elements */
+    float *dst = (float *)out;
+    __m256 r[8];
+    for (int i = 0; i < 8; i++) r[i] = i < rows ? _mm256_loadu_ps(a + i * lda) : _mm256_setzero_ps();
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    __m256 c[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+                   _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+                   _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+                   _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+    if (lanes == 8) {
+        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + q * dstride, c[q]);
+    } else {
+        const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + q * dstride, keep, c[q]);
+    }
+}
+
+#endif
