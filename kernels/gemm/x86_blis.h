@@ -93,7 +93,12 @@ static bool can_skip_pack_b(const tsr_gemm_desc *d) {
 static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
     s->v[KNOB_MC] = 144;
+    /* bf16 pairs: a k costs half an f32 one, so a longer block amortises C */
+#ifdef GEMM_BF16_DOT
+    s->v[KNOB_KC] = 512;
+#else
     s->v[KNOB_KC] = 384;
+#endif
     s->v[KNOB_NC] = 4032;
     /* Skinny M: packing B costs as much memory traffic as the GEMM itself. */
     s->v[KNOB_PACK_B] = !(d->m <= 4 * MR && can_skip_pack_b(d));
@@ -133,7 +138,12 @@ static inline uint32_t bf16_at(const void *x, int64_t i) { return ((const uint16
 static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
     uint32_t *w = (uint32_t *)dst;
-    for (int64_t q = 0; q < (kc + 1) / 2; q++)
+    int64_t q = 0;
+    if (!d->trans_a && d->lda % 2 == 0) { /* p0 is even: 8 rows x 8 pairs of k per 8x8 transpose of words */
+        const uint16_t *a = (const uint16_t *)j->a + i0 * d->lda + p0;
+        for (; q + 8 <= kc / 2; q += 8) tsr_transpose8x8(a + 2 * q, d->lda / 2, (int)mr, w + q * MR, MR, MR);
+    }
+    for (; q < (kc + 1) / 2; q++)
         for (int64_t i = 0; i < MR; i++) {
             uint32_t lo = 0, hi = 0;
             if (i < mr) {
@@ -154,7 +164,17 @@ static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
 static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
     uint32_t *w = (uint32_t *)dst;
-    for (int64_t q = 0; q < (kc + 1) / 2; q++) {
+    int64_t q = 0;
+    if (d->trans_b && d->ldb % 2 == 0) { /* B stored n x k: 8 columns x 8 pairs of k per transpose */
+        const int64_t q8 = kc / 16 * 8;
+        for (int64_t c = 0; c < NR; c += 8) {
+            const int rows = nr - c <= 0 ? 0 : nr - c < 8 ? (int)(nr - c) : 8; /* 0: padding columns of zeros */
+            const uint16_t *src = (const uint16_t *)j->b + (rows ? (j0 + c) * d->ldb + p0 : 0);
+            for (int64_t qq = 0; qq < q8; qq += 8) tsr_transpose8x8(src + 2 * qq, d->ldb / 2, rows, w + qq * NR + c, NR, 8);
+        }
+        q = q8;
+    }
+    for (; q < (kc + 1) / 2; q++) {
         const int64_t p = p0 + 2 * q;
         const bool pair = 2 * q + 1 < kc;
         if (!d->trans_b && pair && nr == NR) { /* two rows interleaved by vector */
