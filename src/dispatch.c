@@ -23,9 +23,14 @@ const tsr_kernel *tsr_dispatch_select(const tsr_context *ctx, const tsr_problem 
 }
 
 tsr_status tsr_dispatch(tsr_context *ctx, const tsr_problem *p) {
-    char why[256];
-    const tsr_kernel *k = tsr_dispatch_select(ctx, p, why, sizeof why);
-    if (!k) return tsr_fail(TSR_ERR_NOT_SUPPORTED, "%s: %s", tsr_op_name(p->op), why);
+    /* Declining kernels format their reasons only when nothing runs: three
+     * snprintf calls were most of a tiny GEMM's cost. */
+    const tsr_kernel *k = tsr_dispatch_select(ctx, p, NULL, 0);
+    if (!k) {
+        char why[256];
+        tsr_dispatch_select(ctx, p, why, sizeof why);
+        return tsr_fail(TSR_ERR_NOT_SUPPORTED, "%s: %s", tsr_op_name(p->op), why);
+    }
     tsr_schedule s;
     memset(&s, 0, sizeof s);
     /* A tuned schedule when the context's table has one (none when tables

@@ -103,9 +103,12 @@ START_TEST(blocks_schedules_threads) {
             printf("SKIP gemm_x86: %s: %s\n", k->name, why);
             continue;
         }
-        /* small blocks so that every boundary is crossed at modest sizes */
-        const tsr_schedule scheds[] = {
-            {{48, 128, 1008, 1, 0}}, {{96, 192, 2016, 0, 0}}, {{144, 256, 4032, 1, 1}}, {{48, 128, 1008, 0, 1}}};
+        /* small blocks so that every boundary is crossed at modest sizes;
+         * mc, kc, nc, pack_b, batch_parallel, pack_a */
+        const tsr_schedule scheds[] = {{{48, 128, 1008, 1, 0, 1}},
+                                       {{96, 192, 2016, 0, 0, 0}},
+                                       {{144, 256, 4032, 1, 1, 0}},
+                                       {{48, 128, 1008, 0, 1, 1}}};
         const xcase cases[] = {
             {1, 1, 1, 0, 0, 0, 0, TSR_F32, 1, 0, 1, 0},
             {5, 17, 129, 0, 0, 0, 1, TSR_F32, 1, 0, 1, 0},

@@ -24,7 +24,7 @@
 #endif
 #include "x86_ukernel.h"
 
-enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PACK_B, KNOB_BATCH_PAR };
+enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PACK_B, KNOB_BATCH_PAR, KNOB_PACK_A };
 
 static const int mc_values[] = {48, 96, 144, 192, 288};
 static const int kc_values[] = {128, 192, 256, 384, 512};
@@ -33,7 +33,7 @@ static const int onoff_values[] = {0, 1};
 
 static const tsr_knob gemm_knobs[] = {
     {"mc", 5, mc_values}, {"kc", 5, kc_values}, {"nc", 4, nc_values},
-    {"pack_b", 2, onoff_values}, {"batch_parallel", 2, onoff_values},
+    {"pack_b", 2, onoff_values}, {"batch_parallel", 2, onoff_values}, {"pack_a", 2, onoff_values},
 };
 
 static bool f32_or_same(const void *p, tsr_dtype t) { return !p || t == TSR_F32; }
@@ -90,6 +90,17 @@ static bool can_skip_pack_b(const tsr_gemm_desc *d) {
     return d->trans_b == TSR_NO_TRANS || (d->a_dtype == TSR_F32 && d->trans_a == TSR_NO_TRANS);
 }
 
+/* Without packing, f32 row-major A is read in place: the micro-kernel
+ * broadcasts from MR rows lda apart. */
+static bool can_skip_pack_a(const tsr_gemm_desc *d) {
+#ifdef GEMM_BF16_DOT
+    (void)d;
+    return false; /* the panels hold k pairs */
+#else
+    return d->a_dtype == TSR_F32 && d->trans_a == TSR_NO_TRANS;
+#endif
+}
+
 static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
     s->v[KNOB_MC] = 144;
@@ -105,11 +116,17 @@ static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     /* Many small matrices: one thread per matrix beats splitting each. */
     double flops = 2.0 * (double)d->m * (double)d->n * (double)d->k;
     s->v[KNOB_BATCH_PAR] = d->batch >= ctx->num_threads && flops < 2.0 * 128 * 128 * 128;
+    /* A tile's MR rows of kc floats stay in L1 wherever they lie, so f32
+     * row-major A is read in place: packing it measured 1-10% slower from
+     * 32^3 to 4096^3 on Zen 4 (most at small N, where a move per element
+     * of A weighs against only N multiply-adds). */
+    s->v[KNOB_PACK_A] = !can_skip_pack_a(d);
 }
 
 static bool blis_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)ctx;
     if (s->v[KNOB_MC] % MR || s->v[KNOB_NC] % NR || s->v[KNOB_KC] < 1) return false;
+    if (!s->v[KNOB_PACK_A] && !can_skip_pack_a(&p->u.gemm.d)) return false;
     return s->v[KNOB_PACK_B] || can_skip_pack_b(&p->u.gemm.d);
 }
 
@@ -122,7 +139,7 @@ typedef struct job {
     int64_t batch_index;
     int64_t n_lo, n_hi; /* the columns of C this job computes */
     int64_t mc, kc, nc;
-    bool pack_b;
+    bool pack_a, pack_b;
 } job;
 
 static inline float load_in(const void *p, tsr_dtype t, int64_t i) {
@@ -203,25 +220,27 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
     }
 }
 
-/* acc = A panel * B panel over kc k, two k per vdpbf16ps (ldb: unused,
- * B is always packed). */
-static inline void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb,
-                                vf acc[MR][NV]) {
-    (void)ldb;
+/* acc = A panel * B panel over kc k, two k per vdpbf16ps, on the first nv
+ * vectors of columns (A and B are always packed: a_rs, a_step, mr and ldb
+ * are unused). */
+static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t kc, const float *restrict ap,
+                                                               int64_t a_rs, int64_t a_step, int64_t mr,
+                                                               const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
+    (void)ldb, (void)a_rs, (void)a_step, (void)mr;
     const uint32_t *aw = (const uint32_t *)ap, *bw = (const uint32_t *)bp;
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[i][v] = vf_zero();
+        for (int v = 0; v < nv; v++) acc[i][v] = vf_zero();
     for (int64_t q = 0; q < (kc + 1) / 2; q++) {
         __m512bh b[NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512(bw + q * NR + v * VL);
+        for (int v = 0; v < nv; v++) b[v] = (__m512bh)_mm512_loadu_si512(bw + q * NR + v * VL);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; i++) {
             __m512bh a = (__m512bh)_mm512_set1_epi32((int)aw[q * MR + i]);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
+            for (int v = 0; v < nv; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
         }
     }
 }
@@ -273,13 +292,16 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
     }
 }
 
-/* acc = A-panel (MR x kc, packed) * B (kc x NR, rows ldb apart). */
-static inline void micro_kernel(int64_t kc, const float *restrict ap, const float *restrict bp, int64_t ldb,
-                                vf acc[MR][NV]) {
+/* acc = A (MR x kc: row i at a + i * a_rs, consecutive k a_step apart; a
+ * packed panel is 1 and MR, A in place lda and 1, its rows past mr repeat
+ * the last one) * B (kc x nv * VL, rows ldb apart). */
+static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t kc, const float *restrict a,
+                                                               int64_t a_rs, int64_t a_step, int64_t mr,
+                                                               const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
     const float *rows[MR];
-    for (int i = 0; i < MR; i++) rows[i] = ap + i;
+    for (int i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_rs;
     ukr_zero(acc);
-    ukr_fma(kc, rows, MR, bp, ldb, acc);
+    ukr_fma_nv(nv, kc, rows, a_step, bp, ldb, acc);
 }
 
 #endif /* GEMM_BF16_DOT */
@@ -307,6 +329,52 @@ static void store_tile(const job *j, vf acc[MR][NV], int64_t i0, int64_t mr, int
             vf_store_n_dtype(j->cn, d->c_dtype, ci, r, n);
         }
     }
+}
+
+/* The common tile (f32 C, all MR rows, nv whole vectors, no epilogue to
+ * run) stored straight from the registers. Through store_tile the
+ * accumulators would go to the stack and come back as 64-byte loads that
+ * the store buffer cannot forward: ~100 ns a tile, a third of a 32^3 GEMM. */
+static inline __attribute__((always_inline)) bool store_tile_regs(const job *j, vf acc[MR][NV], const int nv,
+                                                                  int64_t i0, int64_t mr, int64_t j0, int64_t nr,
+                                                                  bool first, bool last) {
+    const tsr_gemm_desc *d = &j->g->d;
+    if (d->c_dtype != TSR_F32 || mr != MR || nr != nv * VL || (last && d->epilogue.num_steps)) return false;
+    const vf alpha = vf_set1(d->alpha), beta = vf_set1(d->beta);
+    const bool add = !first, scale_c = first && d->beta != 0.0f;
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
+        float *c = j->c + (i0 + i) * d->ldc + j0;
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            vf r = vf_mul(acc[i][v], alpha);
+            if (add) r = vf_add(r, vf_load(c + v * VL));
+            else if (scale_c) r = vf_fma(beta, vf_load(c + v * VL), r);
+            vf_store(c + v * VL, r);
+        }
+    }
+    return true;
+}
+
+/* One tile: the micro-kernel narrowed to the vectors that its nr columns
+ * need (the ragged last panel of N, 16 of 48 columns at N = 64 or 1024,
+ * would otherwise spend two thirds of its FMAs on padding), then the store. */
+static inline __attribute__((always_inline)) void tile_nv(const int nv, const job *j, int64_t kc,
+                                                          const float *restrict a, int64_t a_rs, int64_t a_step,
+                                                          const float *restrict bp, int64_t ldb, int64_t i0,
+                                                          int64_t mr, int64_t j0, int64_t nr, bool first, bool last) {
+    vf acc[MR][NV];
+    micro_kernel(nv, kc, a, a_rs, a_step, mr, bp, ldb, acc);
+    if (!store_tile_regs(j, acc, nv, i0, mr, j0, nr, first, last)) store_tile(j, acc, i0, mr, j0, nr, first, last);
+}
+
+static void tile(const job *j, int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_step,
+                 const float *restrict bp, int64_t ldb, int64_t i0, int64_t mr, int64_t j0, int64_t nr, bool first,
+                 bool last) {
+    if (NV > 1 && nr <= VL) tile_nv(1, j, kc, a, a_rs, a_step, bp, ldb, i0, mr, j0, nr, first, last);
+    else if (NV > 2 && nr <= 2 * VL)
+        tile_nv(2 < NV ? 2 : NV, j, kc, a, a_rs, a_step, bp, ldb, i0, mr, j0, nr, first, last);
+    else tile_nv(NV, j, kc, a, a_rs, a_step, bp, ldb, i0, mr, j0, nr, first, last);
 }
 
 /* k == 0: C = epilogue(beta * C) with no product. */
@@ -557,24 +625,24 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
             team_barrier(nth);
             for (int64_t ic = 0; ic < M; ic += j->mc) {
                 int64_t mcur = M - ic < j->mc ? M - ic : j->mc, mpanels = (mcur + MR - 1) / MR;
-                for (int64_t ir = tid; ir < mpanels; ir += nth) {
-                    int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
-                    pack_a(j, ic + ir * MR, mr, pc, kcur, ap + ir * MR * kcur);
+                if (j->pack_a) {
+                    for (int64_t ir = tid; ir < mpanels; ir += nth) {
+                        int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
+                        pack_a(j, ic + ir * MR, mr, pc, kcur, ap + ir * MR * kcur);
+                    }
+                    team_barrier(nth);
                 }
-                team_barrier(nth);
                 /* tiles split across the team, column panels outermost */
                 for (int64_t t = tid; t < npanels * mpanels; t += nth) {
                     int64_t jr = t / mpanels, ir = t % mpanels;
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
-                    vf acc[MR][NV];
                     prefetch_c_tile(j, ic + ir * MR, mr, jc + jr * NR, nr);
-                    if (j->pack_b || nr < NR)
-                        micro_kernel(kcur, ap + ir * MR * kcur, bp + jr * NR * kcur, NR, acc);
-                    else
-                        micro_kernel(kcur, ap + ir * MR * kcur, (const float *)j->b + pc * d->ldb + jc + jr * NR,
-                                     d->ldb, acc);
-                    store_tile(j, acc, ic + ir * MR, mr, jc + jr * NR, nr, first, last);
+                    const bool packed = j->pack_b || nr < NR;
+                    const float *a = j->pack_a ? ap + ir * MR * kcur : (const float *)j->a + (ic + ir * MR) * d->lda + pc;
+                    tile(j, kcur, a, j->pack_a ? 1 : d->lda, j->pack_a ? MR : 1,
+                         packed ? bp + jr * NR * kcur : (const float *)j->b + pc * d->ldb + jc + jr * NR,
+                         packed ? NR : d->ldb, ic + ir * MR, mr, jc + jr * NR, nr, first, last);
                 }
                 team_barrier(nth);
             }
@@ -599,7 +667,8 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
     job base = {.g = g, .n_lo = 0, .n_hi = d->n, .mc = s->v[KNOB_MC], .kc = s->v[KNOB_KC], .nc = s->v[KNOB_NC],
-                .pack_b = s->v[KNOB_PACK_B] != 0};
+                .pack_a = s->v[KNOB_PACK_A] != 0, .pack_b = s->v[KNOB_PACK_B] != 0};
+    if (!base.pack_a && !can_skip_pack_a(d)) base.pack_a = true;
     if (!base.pack_b && !can_skip_pack_b(d)) base.pack_b = true;
     if (d->c_dtype != TSR_F32 && d->k > base.kc) { /* a narrow C takes the sum once: one K block, */
         base.kc = d->k;                             /* B blocks of at most 8 Mi floats */

@@ -14,9 +14,12 @@
 
 #include "internal.h"
 
-/* acc += A(MR x kc) * B(kc x NR). */
-static inline __attribute__((always_inline)) void ukr_fma(int64_t kc, const float *const rows[MR], int64_t step,
-                                                          const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
+/* acc += A(MR x kc) * B(kc x nv * VL): nv (a constant after inlining, at
+ * most NV) narrows the tile for the last column panel of a GEMM, so that a
+ * ragged edge does not pay for NV vectors of FMAs. */
+static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64_t kc, const float *const rows[MR],
+                                                             int64_t step, const float *restrict bp, int64_t ldb,
+                                                             vf acc[MR][NV]) {
     const float *r[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) r[i] = rows[i];
@@ -26,14 +29,20 @@ static inline __attribute__((always_inline)) void ukr_fma(int64_t kc, const floa
          * stops at page boundaries, so fetch a few rows ahead ourselves. */
         if (ldb != NR) _mm_prefetch((const char *)(bp + (p + 12) * ldb), _MM_HINT_T0);
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) b[v] = vf_load(bp + p * ldb + v * VL);
+        for (int v = 0; v < nv; v++) b[v] = vf_load(bp + p * ldb + v * VL);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; i++) {
             vf a = vf_set1(r[i][p * step]);
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
+            for (int v = 0; v < nv; v++) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
         }
     }
+}
+
+/* acc += A(MR x kc) * B(kc x NR). */
+static inline __attribute__((always_inline)) void ukr_fma(int64_t kc, const float *const rows[MR], int64_t step,
+                                                          const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
+    ukr_fma_nv(NV, kc, rows, step, bp, ldb, acc);
 }
 
 static inline void ukr_zero(vf acc[MR][NV]) {
