@@ -233,64 +233,65 @@ static void store_tile(const job *j, __m512i acc[MR][NV], int64_t i0, int64_t mr
 
 static int32_t hsum(__m512i v) { return _mm512_reduce_add_epi32(v); }
 
-enum { DOT_ROWS = 4, DOT_COLS = 4 };
+enum { DOT_MAX_ROWS = 4, DOT_MAX_COLS = 8 };
 
-/* Columns [jlo, jhi) for M <= 16 with B stored n x k: DOT_ROWS rows of
- * op(A) (row-major in j->a_rows, as a + 128) against DOT_COLS rows of B,
- * 64 k a step; masked tails. */
-static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
+/* Rows [i0, i0+mr) x columns [j0, j0+nr) of C for B stored n x k: an R x CC
+ * tile (constants after inlining) of rows of op(A) (row-major in j->a_rows,
+ * as a + 128) against rows of B, 64 k a step, masked tail. */
+static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t i0, int mr, int64_t j0, int nr,
+                                                           const int R, const int CC) {
     const tsr_gemm_desc *d = j->d;
     const int64_t K = d->k;
     const __m512i bias = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8(1);
-    for (int64_t j0 = jlo; j0 < jhi; j0 += DOT_COLS) {
-        const int nr = (int)(jhi - j0 < DOT_COLS ? jhi - j0 : DOT_COLS);
-        const int8_t *brow[DOT_COLS];
-        for (int c = 0; c < DOT_COLS; c++) brow[c] = j->b + (j0 + (c < nr ? c : 0)) * d->ldb;
-        for (int64_t i0 = 0; i0 < d->m; i0 += DOT_ROWS) {
-            const int mr = (int)(d->m - i0 < DOT_ROWS ? d->m - i0 : DOT_ROWS);
-            const int8_t *arow[DOT_ROWS];
-            for (int r = 0; r < DOT_ROWS; r++) arow[r] = j->a_rows + (i0 + (r < mr ? r : 0)) * j->a_ld;
-            __m512i acc[DOT_ROWS][DOT_COLS], sum[DOT_COLS];
-#pragma GCC unroll 4
-            for (int c = 0; c < DOT_COLS; c++) {
-                sum[c] = _mm512_setzero_si512();
-#pragma GCC unroll 4
-                for (int r = 0; r < DOT_ROWS; r++) acc[r][c] = _mm512_setzero_si512();
-            }
-            for (int64_t p = 0; p < K; p += 64) {
-                const __mmask64 m = K - p >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (K - p)) - 1);
-                __m512i b[DOT_COLS];
-#pragma GCC unroll 4
-                for (int c = 0; c < DOT_COLS; c++) {
-                    b[c] = _mm512_maskz_loadu_epi8(m, brow[c] + p);
-                    sum[c] = dpbusd(sum[c], ones, b[c]);
-                }
-#pragma GCC unroll 4
-                for (int r = 0; r < DOT_ROWS; r++) {
-                    /* padding lanes: a + 128 over b = 0 adds nothing */
-                    const __m512i a = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, arow[r] + p), bias);
-#pragma GCC unroll 4
-                    for (int c = 0; c < DOT_COLS; c++) acc[r][c] = dpbusd(acc[r][c], a, b[c]);
-                }
-            }
-            /* reduced with constant indices, so the tile stays in registers */
-            uint32_t tot[DOT_ROWS][DOT_COLS], neg[DOT_COLS];
-#pragma GCC unroll 4
-            for (int c = 0; c < DOT_COLS; c++) {
-                neg[c] = (uint32_t)hsum(sum[c]) * (uint32_t)-128;
-#pragma GCC unroll 4
-                for (int r = 0; r < DOT_ROWS; r++) tot[r][c] = (uint32_t)hsum(acc[r][c]);
-            }
-            for (int c = 0; c < nr; c++) {
-                for (int r = 0; r < mr; r++) {
-                    int32_t *cp = j->c + (i0 + r) * d->ldc + j0 + c;
-                    int32_t s = (int32_t)(tot[r][c] + neg[c]);
-                    *cp = wrapping_sum(d) ? (int32_t)((uint32_t)s + (d->beta == 1.0f ? (uint32_t)*cp : 0u))
-                                          : scaled(d, s, *cp);
-                }
-            }
+    const int8_t *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
+    for (int c = 0; c < CC; c++) brow[c] = j->b + (j0 + (c < nr ? c : 0)) * d->ldb;
+    for (int r = 0; r < R; r++) arow[r] = j->a_rows + (i0 + (r < mr ? r : 0)) * j->a_ld;
+    __m512i acc[DOT_MAX_ROWS][DOT_MAX_COLS], sum[DOT_MAX_COLS];
+    for (int c = 0; c < CC; c++) {
+        sum[c] = _mm512_setzero_si512();
+        for (int r = 0; r < R; r++) acc[r][c] = _mm512_setzero_si512();
+    }
+    for (int64_t p = 0; p < K; p += 64) {
+        const __mmask64 m = K - p >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (K - p)) - 1);
+        __m512i b[DOT_MAX_COLS];
+        for (int c = 0; c < CC; c++) {
+            b[c] = _mm512_maskz_loadu_epi8(m, brow[c] + p);
+            sum[c] = dpbusd(sum[c], ones, b[c]);
+        }
+        for (int r = 0; r < R; r++) {
+            /* padding lanes: a + 128 over b = 0 adds nothing */
+            const __m512i a = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, arow[r] + p), bias);
+            for (int c = 0; c < CC; c++) acc[r][c] = dpbusd(acc[r][c], a, b[c]);
         }
     }
+    /* reduced with constant indices, so the tile stays in registers */
+    uint32_t tot[DOT_MAX_ROWS][DOT_MAX_COLS], neg[DOT_MAX_COLS];
+    for (int c = 0; c < CC; c++) {
+        neg[c] = (uint32_t)hsum(sum[c]) * (uint32_t)-128;
+        for (int r = 0; r < R; r++) tot[r][c] = (uint32_t)hsum(acc[r][c]);
+    }
+    for (int c = 0; c < nr; c++) {
+        for (int r = 0; r < mr; r++) {
+            int32_t *cp = j->c + (i0 + r) * d->ldc + j0 + c;
+            int32_t s = (int32_t)(tot[r][c] + neg[c]);
+            *cp = wrapping_sum(d) ? (int32_t)((uint32_t)s + (d->beta == 1.0f ? (uint32_t)*cp : 0u)) : scaled(d, s, *cp);
+        }
+    }
+}
+
+/* Columns [jlo, jhi) for M <= 16 with B stored n x k: 4 x 4 tiles, or for
+ * a single row (decode) 1 x 8, so that no vpdpbusd works on a duplicated
+ * row. B streams through once, unpacked; its column sums ride along as one
+ * more vpdpbusd per column. */
+static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
+    const int64_t M = j->d->m;
+    if (M == 1) {
+        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) dot_tile(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8);
+        return;
+    }
+    for (int64_t j0 = jlo; j0 < jhi; j0 += 4)
+        for (int64_t i0 = 0; i0 < M; i0 += 4)
+            dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 4 ? jhi - j0 : 4), 4, 4);
 }
 
 /* C's tile rows are ldc apart, which the hardware prefetcher does not
