@@ -254,6 +254,7 @@ START_TEST(vnni_int8) {
         {16, 100, 1027, 1, 1, 1, 1, 1, 0},       /* dot path with A stored k x m */
         {3, 97, 65, 0, 1, 0.5f, -2, 1, 0},       /* alpha/beta rounded: one K block */
         {21, 101, 1001, 0, 1, 1, 1, 1, 0},       /* B n x k with ldb % 4 == 0: packed by transposes; equal K blocks */
+        {19, 70, 291, 0, 0, 1, 1, 1, 0},         /* lda % 4 == 0: A packed by transposes; ragged rows and panel */
         {13, 47, 700, 0, 0, 2, 0.25f, 1, 0},
         {11, 19, 23, 1, 0, 1, 1, 4, 0},          /* batch */
         {8, 48, 0, 0, 0, 1, 1, 1, 0},            /* k == 0: C unchanged with beta 1 */

@@ -100,8 +100,17 @@ static inline int8_t a_at(const job *j, int64_t i, int64_t p) {
  * a + 128 in groups of 4 k per row: dst[(q * MR + i) * 4 + r]. */
 static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, int64_t kc4, uint8_t *dst) {
     const tsr_gemm_desc *d = j->d;
+    int64_t p32 = 0;
+    if (!d->trans_a && d->lda % 4 == 0) { /* 8 rows x 32 k per 8x8 transpose of 4-byte groups, then + 128 */
+        p32 = kc / 32 * 32;
+        const int8_t *src = j->a + i0 * d->lda + p0;
+        for (int64_t p = 0; p < p32; p += 32) tsr_transpose8x8(src + p, d->lda / 4, (int)mr, dst + p * MR, MR, MR);
+        const __m512i bias = _mm512_set1_epi8((char)0x80);
+        for (int64_t b = 0; b < p32 * MR; b += 64) /* padding rows become 128: their sums are never stored */
+            _mm512_storeu_si512(dst + b, _mm512_xor_si512(_mm512_loadu_si512(dst + b), bias));
+    }
     for (int64_t i = 0; i < MR; i++)
-        for (int64_t p = 0; p < kc4; p += 4) {
+        for (int64_t p = p32; p < kc4; p += 4) {
             uint8_t *out = dst + ((p / 4) * MR + i) * 4;
             if (i < mr && !d->trans_a && p + 4 <= kc) {
                 uint32_t w;
@@ -116,10 +125,13 @@ static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
 }
 
 /* 16 columns of 4 rows of B (row-major, ld apart) interleaved to 4 k per
- * column: 64 bytes. */
-static inline __m512i interleave4(const int8_t *r0, int64_t ld) {
-    const __m128i x0 = _mm_loadu_si128((const __m128i *)r0), x1 = _mm_loadu_si128((const __m128i *)(r0 + ld));
-    const __m128i x2 = _mm_loadu_si128((const __m128i *)(r0 + 2 * ld)), x3 = _mm_loadu_si128((const __m128i *)(r0 + 3 * ld));
+ * column: 64 bytes. Columns outside the mask and rows from `rows` on read
+ * as zeros. */
+static inline __m512i interleave4(const int8_t *r0, int64_t ld, __mmask16 m, int rows) {
+    const __m128i z = _mm_setzero_si128();
+    const __m128i x0 = rows > 0 ? _mm_maskz_loadu_epi8(m, r0) : z, x1 = rows > 1 ? _mm_maskz_loadu_epi8(m, r0 + ld) : z;
+    const __m128i x2 = rows > 2 ? _mm_maskz_loadu_epi8(m, r0 + 2 * ld) : z;
+    const __m128i x3 = rows > 3 ? _mm_maskz_loadu_epi8(m, r0 + 3 * ld) : z;
     const __m128i t0 = _mm_unpacklo_epi8(x0, x1), t1 = _mm_unpackhi_epi8(x0, x1);
     const __m128i t2 = _mm_unpacklo_epi8(x2, x3), t3 = _mm_unpackhi_epi8(x2, x3);
     __m512i o = _mm512_castsi128_si512(_mm_unpacklo_epi16(t0, t2));
@@ -146,9 +158,14 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0
     for (; p < kc4; p += 4) {
         int8_t *out = dst + (p / 4) * NR * 4;
         const bool full_k = p + 4 <= kc;
-        if (full_k && !d->trans_b && nr == NR) {
+        if (!d->trans_b) {
             const int8_t *src = j->b + (p0 + p) * d->ldb + j0;
-            for (int v = 0; v < NV; v++) _mm512_storeu_si512(out + v * 64, interleave4(src + v * 16, d->ldb));
+            const int rows = full_k ? 4 : (int)(kc - p); /* the last group of an odd kc */
+            for (int v = 0; v < NV; v++) {
+                const int64_t left = nr - v * 16;
+                const __mmask16 m = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+                _mm512_storeu_si512(out + v * 64, interleave4(src + v * 16, d->ldb, m, rows));
+            }
             continue;
         }
         for (int64_t c = 0; c < NR; c++) {
@@ -173,12 +190,12 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0
 }
 
 /* acc = -128 colsum + (A panel + 128) B panel over kc4 / 4 groups. */
-static inline void micro_kernel(int64_t groups, const uint8_t *restrict ap, const int8_t *restrict bp,
-                                __m512i acc[MR][NV]) {
+static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t groups, const uint8_t *restrict ap,
+                                                               const int8_t *restrict bp, __m512i acc[MR][NV]) {
     const int32_t *negsum = (const int32_t *)(bp + groups * 4 * NR);
     __m512i c[MR][NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) {
+    for (int v = 0; v < nv; v++) {
         __m512i s = _mm512_loadu_si512(negsum + v * 16);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) c[i][v] = s;
@@ -186,18 +203,18 @@ static inline void micro_kernel(int64_t groups, const uint8_t *restrict ap, cons
     for (int64_t q = 0; q < groups; q++) {
         __m512i b[NV];
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) b[v] = _mm512_loadu_si512(bp + (q * NR + v * 16) * 4);
+        for (int v = 0; v < nv; v++) b[v] = _mm512_loadu_si512(bp + (q * NR + v * 16) * 4);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
             const __m512i a = _mm512_set1_epi32(*(const int32_t *)(const void *)(ap + (q * MR + i) * 4));
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) c[i][v] = dpbusd(c[i][v], a, b[v]);
+            for (int v = 0; v < nv; v++) c[i][v] = dpbusd(c[i][v], a, b[v]);
         }
     }
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[i][v] = c[i][v];
+        for (int v = 0; v < nv; v++) acc[i][v] = c[i][v];
 }
 
 /* alpha * sum + beta * c, rounded and saturated as the reference does. */
@@ -229,6 +246,45 @@ static void store_tile(const job *j, __m512i acc[MR][NV], int64_t i0, int64_t mr
             _mm512_mask_storeu_epi32(crow + v * 16, m, r);
         }
     }
+}
+
+/* The common tile (all MR rows, nv whole vectors, sums that wrap) stored
+ * from the registers: through store_tile the accumulators make a stack
+ * round trip of 64-byte loads the store buffer cannot forward. */
+static inline __attribute__((always_inline)) bool store_tile_regs(const job *j, __m512i acc[MR][NV], const int nv,
+                                                                  int64_t i0, int64_t mr, int64_t j0, int64_t nr,
+                                                                  bool first) {
+    const tsr_gemm_desc *d = j->d;
+    if (!wrapping_sum(d) || mr != MR || nr != nv * 16) return false;
+    const bool add_c = !first || d->beta == 1.0f;
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; i++) {
+        int32_t *crow = j->c + (i0 + i) * d->ldc + j0;
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) {
+            __m512i r = acc[i][v];
+            if (add_c) r = _mm512_add_epi32(r, _mm512_loadu_si512(crow + v * 16));
+            _mm512_storeu_si512(crow + v * 16, r);
+        }
+    }
+    return true;
+}
+
+/* One tile: the micro-kernel on the vectors its nr columns need (a ragged
+ * last panel would spend most of its vpdpbusd on padding), then the store. */
+static inline __attribute__((always_inline)) void tile_nv(const int nv, const job *j, int64_t groups,
+                                                          const uint8_t *restrict ap, const int8_t *restrict bp,
+                                                          int64_t i0, int64_t mr, int64_t j0, int64_t nr, bool first) {
+    __m512i acc[MR][NV];
+    micro_kernel(nv, groups, ap, bp, acc);
+    if (!store_tile_regs(j, acc, nv, i0, mr, j0, nr, first)) store_tile(j, acc, i0, mr, j0, nr, first);
+}
+
+static void tile(const job *j, int64_t groups, const uint8_t *restrict ap, const int8_t *restrict bp, int64_t i0,
+                 int64_t mr, int64_t j0, int64_t nr, bool first) {
+    if (nr <= 16) tile_nv(1, j, groups, ap, bp, i0, mr, j0, nr, first);
+    else if (nr <= 32) tile_nv(2, j, groups, ap, bp, i0, mr, j0, nr, first);
+    else tile_nv(NV, j, groups, ap, bp, i0, mr, j0, nr, first);
 }
 
 static int32_t hsum(__m512i v) { return _mm512_reduce_add_epi32(v); }
@@ -341,10 +397,9 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                     const int64_t jr = t / mpanels, ir = t % mpanels;
                     const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
-                    __m512i acc[MR][NV];
                     prefetch_c_tile(j, ic + ir * MR, mr, jc + jr * NR, nr);
-                    micro_kernel(kc4 / 4, ap + ir * MR * kc4, bp + (size_t)jr * bpanel, acc);
-                    store_tile(j, acc, ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
+                    tile(j, kc4 / 4, ap + ir * MR * kc4, bp + (size_t)jr * bpanel, ic + ir * MR, mr, jc + jr * NR, nr,
+                         pc == 0);
                 }
                 team_barrier(nth);
             }

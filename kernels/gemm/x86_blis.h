@@ -94,8 +94,9 @@ static bool can_skip_pack_b(const tsr_gemm_desc *d) {
  * broadcasts from MR rows lda apart. */
 static bool can_skip_pack_a(const tsr_gemm_desc *d) {
 #ifdef GEMM_BF16_DOT
-    (void)d;
-    return false; /* the panels hold k pairs */
+    /* k pairs are adjacent words in a row; an odd K would pair the last k
+     * with whatever follows it (perhaps a NaN, perhaps past the end) */
+    return d->trans_a == TSR_NO_TRANS && d->k % 2 == 0;
 #else
     return d->a_dtype == TSR_F32 && d->trans_a == TSR_NO_TRANS;
 #endif
@@ -132,6 +133,16 @@ static bool blis_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
     if (!s->v[KNOB_PACK_A] && !can_skip_pack_a(&p->u.gemm.d)) return false;
     return s->v[KNOB_PACK_B] || can_skip_pack_b(&p->u.gemm.d);
 }
+
+/* A's element size and the elements in one packed 32-bit slot: a float,
+ * or a bf16 k pair. */
+#ifdef GEMM_BF16_DOT
+#define A_ELEM 2
+#define A_WORD 2
+#else
+#define A_ELEM 4
+#define A_WORD 1
+#endif
 
 /* One matrix's operands and the work shape. */
 typedef struct job {
@@ -197,11 +208,13 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
     for (; q < (kc + 1) / 2; q++) {
         const int64_t p = p0 + 2 * q;
         const bool pair = 2 * q + 1 < kc;
-        if (!d->trans_b && pair && nr == NR) { /* two rows interleaved by vector */
+        if (!d->trans_b) { /* two rows interleaved by vector; zeros past nr and past an odd kc */
             const uint16_t *r0 = (const uint16_t *)j->b + p * d->ldb + j0, *r1 = r0 + d->ldb;
             for (int v = 0; v < NV; v++) {
-                __m256i x0 = _mm256_loadu_si256((const __m256i *)(r0 + v * 16));
-                __m256i x1 = _mm256_loadu_si256((const __m256i *)(r1 + v * 16));
+                const int64_t left = nr - v * 16;
+                const __mmask16 m = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
+                __m256i x0 = _mm256_maskz_loadu_epi16(m, r0 + v * 16);
+                __m256i x1 = pair ? _mm256_maskz_loadu_epi16(m, r1 + v * 16) : _mm256_setzero_si256();
                 __m512i lo = _mm512_cvtepu16_epi32(x0), hi = _mm512_cvtepu16_epi32(x1);
                 _mm512_storeu_si512(w + q * NR + v * 16, _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16)));
             }
@@ -223,14 +236,17 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
     }
 }
 
-/* acc = A panel * B panel over kc k, two k per vdpbf16ps, on the first nv
- * vectors of columns (A and B are always packed: a_rs, a_step, mr and ldb
- * are unused). */
+/* acc = A * B panel over kc k, two k per vdpbf16ps, on the first nv
+ * vectors of columns. A's k pairs are 32-bit words: row i's pair q at
+ * a + i * a_rs + q * a_step (in bf16 elements; rows past mr repeat the
+ * last). B is always packed (ldb unused). */
 static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t kc, const float *restrict ap,
                                                                int64_t a_rs, int64_t a_step, int64_t mr,
                                                                const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
-    (void)ldb, (void)a_rs, (void)a_step, (void)mr;
-    const uint32_t *aw = (const uint32_t *)ap, *bw = (const uint32_t *)bp;
+    (void)ldb;
+    const uint32_t *bw = (const uint32_t *)bp;
+    const uint16_t *rows[MR];
+    for (int i = 0; i < MR; i++) rows[i] = (const uint16_t *)ap + (i < mr ? i : mr - 1) * a_rs;
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
 #pragma GCC unroll 4
@@ -241,7 +257,9 @@ static inline __attribute__((always_inline)) void micro_kernel(const int nv, int
         for (int v = 0; v < nv; v++) b[v] = (__m512bh)_mm512_loadu_si512(bw + q * NR + v * VL);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; i++) {
-            __m512bh a = (__m512bh)_mm512_set1_epi32((int)aw[q * MR + i]);
+            int32_t pair;
+            memcpy(&pair, rows[i] + q * a_step, 4);
+            __m512bh a = (__m512bh)_mm512_set1_epi32(pair);
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
         }
@@ -642,8 +660,9 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     prefetch_c_tile(j, ic + ir * MR, mr, jc + jr * NR, nr);
                     const bool packed = j->pack_b || nr < NR;
-                    const float *a = j->pack_a ? ap + ir * MR * kcur : (const float *)j->a + (ic + ir * MR) * d->lda + pc;
-                    tile(j, kcur, a, j->pack_a ? 1 : d->lda, j->pack_a ? MR : 1,
+                    const float *a = j->pack_a ? ap + ir * MR * kcur
+                                               : (const float *)(j->a + ((ic + ir * MR) * d->lda + pc) * A_ELEM);
+                    tile(j, kcur, a, j->pack_a ? A_WORD : d->lda, j->pack_a ? MR * A_WORD : A_WORD,
                          packed ? bp + jr * NR * kcur : (const float *)j->b + pc * d->ldb + jc + jr * NR,
                          packed ? NR : d->ldb, ic + ir * MR, mr, jc + jr * NR, nr, first, last);
                 }
