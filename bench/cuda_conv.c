@@ -43,7 +43,7 @@ typedef struct conv_case {
     double flops;
     int calls[2];
     int failed[2];
-    char why[2][200];
+    char why[2][320];
 #ifdef HAVE_CUDNN_H
     cudnnTensorDescriptor_t xd, yd, bd;
     cudnnFilterDescriptor_t wd;
@@ -304,9 +304,10 @@ int cuda_conv_main(const char *const *sets, int nsets, int quick, int want_summa
             c->bias = dev_pattern(TSR_F16, (size_t)c->s.k, 3);
             c->res = c->s.residual ? dev_pattern(TSR_F16, ny, 4) : NULL;
             c->y[0] = dev_pattern(TSR_F16, ny, 5), c->y[1] = dev_pattern(TSR_F16, ny, 6);
+            const conv_shape sh = c->s; /* a copy: snprintf's source must not overlap its target */
             for (int impl = 0; impl < 2; impl++)
-                snprintf(c->name[impl], sizeof c->name[impl], "conv/f16/NHWC/%s_n%lld%s/%s", c->s.name,
-                         (long long)c->n, c->s.residual ? "+res" : "", impl ? "cudnn" : "tessera_cuda");
+                snprintf(c->name[impl], sizeof c->name[impl], "conv/f16/NHWC/%s_n%lld%s/%s", sh.name,
+                         (long long)c->n, sh.residual ? "+res" : "", impl ? "cudnn" : "tessera_cuda");
             if (tessera_call(c) || cudaStreamSynchronize(stream) != cudaSuccess)
                 c->failed[0] = 1, snprintf(c->why[0], sizeof c->why[0], "error: %s", tsr_last_error());
             if (!have_dnn) {
