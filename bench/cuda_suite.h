@@ -8,4 +8,8 @@
  * without a GPU prints "SKIP cuda: ..." and returns 0. */
 int cuda_suite_main(const char *const *sets, int nsets, int quick, int want_summary, const char *dtypes);
 
+/* --op conv: Tessera's conv2d against cuDNN (dlopen'ed) on conv shape sets
+ * (default resnet50), NHWC f16 with the fused epilogue; same conventions. */
+int cuda_conv_main(const char *const *sets, int nsets, int quick, int want_summary);
+
 #endif

@@ -218,7 +218,14 @@ int main(int argc, char **argv) {
         return attention_suite_main(threads, quick, summary);
     }
     if (!strcmp(op, "conv")) {
-        if (cuda) return fprintf(stderr, "tessera-bench: --op conv runs on the CPU backend only so far\n"), 2;
+        if (cuda) {
+#ifdef TSR_BENCH_CUDA
+            return cuda_conv_main(sets, nsets, quick, summary);
+#else
+            printf("SKIP cuda: tessera-bench was built without CUDA (nvcc or cuBLAS not found)\n");
+            return 0;
+#endif
+        }
         return conv_suite_main(sets, nsets, threads, quick, summary, dtypes[0] ? dtypes : "f32,bf16");
     }
     if (!strcmp(op, "rowwise")) {

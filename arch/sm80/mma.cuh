@@ -17,6 +17,9 @@ __device__ __forceinline__ void tsr_cp_async16(void *smem, const void *gmem, int
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(tsr_smem_addr(smem)),
                  "l"(gmem), "r"(src_bytes));
 }
+__device__ __forceinline__ void tsr_cp_async16_s(uint32_t smem, const void *gmem, int src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_bytes));
+}
 __device__ __forceinline__ void tsr_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void tsr_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
@@ -31,6 +34,20 @@ __device__ __forceinline__ void tsr_ldmatrix_x4_trans(uint32_t (&r)[4], const vo
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                  : "r"(tsr_smem_addr(smem)));
+}
+
+/* The same, from a shared-space address (tsr_smem_addr): kernels that
+ * step a swizzled address by XOR with constants keep one register per
+ * operand stream instead of one per unrolled load. */
+__device__ __forceinline__ void tsr_ldmatrix_x4_s(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void tsr_ldmatrix_x4_trans_s(uint32_t (&r)[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
 }
 
 /* D = A (16x16, row) * B (16x8, col) + D, f32 accumulators; for int8,

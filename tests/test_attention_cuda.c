@@ -1,0 +1,228 @@
+/* The sm80 flash-attention kernel on its own: every (block_q, block_kv,
+ * warps) shape it instantiates and every kv_splits value, on shapes that
+ * cross each block boundary (seq 1, primes, blocks +- 1), head dims 64, 96,
+ * 128 and 256, GQA ratios 1/4/8, both causal alignments with seq_q !=
+ * seq_kv (rows that see no key), additive masks with fully masked rows,
+ * huge logits, decode shapes with long seq_kv split over blocks, lse, and
+ * strided (BSHD) tensors, against the reference. Without a GPU the suite
+ * prints SKIP and passes having checked nothing else. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "testutil.h"
+
+static tsr_context *cuda_context(void) {
+    tsr_context_options o;
+    tsr_context_options_init(&o);
+    o.backend = TSR_BACKEND_CUDA;
+    tsr_context *ctx = NULL;
+    if (tsr_context_create(&ctx, &o) != TSR_OK) {
+        printf("SKIP attention_cuda: backend cuda: %s\n", tsr_last_error());
+        return NULL;
+    }
+    return ctx;
+}
+
+typedef struct fcase {
+    int64_t b, hq, hkv, sq, skv, d;
+    tsr_causal causal;
+    tsr_dtype dt;
+    int mask; /* 0 none, 1 per-row f32 with whole rows at -inf, 2 in the dtype, broadcast over heads */
+    float amp;
+} fcase;
+
+/* Runs kernel k with schedule s; returns 1 when it ran. */
+static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const fcase *c, const tsr_schedule *s) {
+    tsr_attention_desc d;
+    tsr_attention_desc_init(&d);
+    d.batch = c->b, d.heads_q = c->hq, d.heads_kv = c->hkv, d.seq_q = c->sq, d.seq_kv = c->skv, d.head_dim = c->d;
+    d.dtype = c->dt, d.causal = c->causal;
+    const int64_t nq = c->b * c->hq * c->sq * c->d, nk = c->b * c->hkv * c->skv * c->d;
+    const size_t es = tsr_dtype_size(c->dt);
+    void *q = malloc((size_t)nq * es + 1), *kk = malloc((size_t)nk * es + 1), *v = malloc((size_t)nk * es + 1);
+    void *o1 = malloc((size_t)nq * es + 1), *o2 = malloc((size_t)nq * es + 1);
+    float *l1 = malloc(sizeof(float) * (size_t)(c->b * c->hq * c->sq + 1)), *l2 = malloc(sizeof(float) * (size_t)(c->b * c->hq * c->sq + 1));
+    tt_fill(q, c->dt, nq, 91, -c->amp, c->amp);
+    tt_fill(kk, c->dt, nk, 92, -c->amp, c->amp);
+    tt_fill(v, c->dt, nk, 93, -1, 1);
+    void *mask = NULL;
+    if (c->mask == 1) { /* [b][h][i][j] dense f32; every 3rd row fully -inf */
+        int64_t n = c->b * c->hq * c->sq * c->skv;
+        float *m = malloc(sizeof(float) * (size_t)(n + 1));
+        tt_fill(m, TSR_F32, n, 94, -2, 2);
+        for (int64_t r = 0; r < c->b * c->hq * c->sq; r += 3)
+            for (int64_t j = 0; j < c->skv; j++) m[r * c->skv + j] = -INFINITY;
+        mask = m, d.mask_dtype = TSR_F32;
+        d.mask_strides[0] = c->hq * c->sq * c->skv, d.mask_strides[1] = c->sq * c->skv, d.mask_strides[2] = c->skv;
+    } else if (c->mask == 2) { /* [b][i][j] in the dtype, broadcast over heads */
+        int64_t n = c->b * c->sq * c->skv;
+        mask = malloc((size_t)n * es + 1);
+        tt_fill(mask, c->dt, n, 95, -3, 1);
+        d.mask_dtype = c->dt;
+        d.mask_strides[0] = c->sq * c->skv, d.mask_strides[1] = 0, d.mask_strides[2] = c->skv;
+    }
+    d.mask = mask;
+    d.lse = l1;
+    ck_assert_msg(tsr_attention(ref, &d, q, kk, v, o1) == TSR_OK, "%s", tsr_last_error());
+    int ran = 0;
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_ATTENTION;
+    p.u.attention.d = d;
+    p.u.attention.d.lse = l2;
+    p.u.attention.d.scale = (float)(1.0 / sqrt((double)c->d)); /* as the front resolves it */
+    p.u.attention.d.q_strides[0] = c->hq * c->sq * c->d, p.u.attention.d.q_strides[1] = c->sq * c->d;
+    p.u.attention.d.q_strides[2] = c->d;
+    memcpy(p.u.attention.d.o_strides, p.u.attention.d.q_strides, sizeof p.u.attention.d.o_strides);
+    p.u.attention.d.k_strides[0] = c->hkv * c->skv * c->d, p.u.attention.d.k_strides[1] = c->skv * c->d;
+    p.u.attention.d.k_strides[2] = c->d;
+    memcpy(p.u.attention.d.v_strides, p.u.attention.d.k_strides, sizeof p.u.attention.d.v_strides);
+    /* device copies; o and lse start as NaN patterns so unwritten rows show */
+    void *dq = tt_upload(ctx, q, (size_t)nq * es), *dk = tt_upload(ctx, kk, (size_t)nk * es);
+    void *dv = tt_upload(ctx, v, (size_t)nk * es);
+    memset(o2, 0xff, (size_t)nq * es);
+    memset(l2, 0xff, sizeof(float) * (size_t)(c->b * c->hq * c->sq));
+    void *dout = tt_upload(ctx, o2, (size_t)nq * es);
+    float *dl = tt_upload(ctx, l2, sizeof(float) * (size_t)(c->b * c->hq * c->sq));
+    void *dmask = NULL;
+    if (mask) {
+        const int64_t mn = c->mask == 1 ? c->b * c->hq * c->sq * c->skv : c->b * c->sq * c->skv;
+        dmask = tt_upload(ctx, mask, (size_t)mn * tsr_dtype_size(d.mask_dtype));
+    }
+    p.u.attention.d.mask = dmask;
+    p.u.attention.d.lse = dl;
+    p.u.attention.q = dq, p.u.attention.k = dk, p.u.attention.v = dv, p.u.attention.o = dout;
+    char why[160];
+    if (!k->supports(&p, ctx, why, sizeof why) || (k->schedule_valid && !k->schedule_valid(&p, ctx, s))) goto done;
+    ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
+    ck_assert_int_eq(tsr_synchronize(ctx), TSR_OK);
+    tt_download(ctx, o2, dout, (size_t)nq * es);
+    tt_download(ctx, l2, dl, sizeof(float) * (size_t)(c->b * c->hq * c->sq));
+    char what[200];
+    snprintf(what, sizeof what, "%s b%lld h%lld/%lld sq%lld skv%lld d%lld causal%d %s mask%d amp%g bq%d bk%d warps%d split%d",
+             k->name, (long long)c->b, (long long)c->hq, (long long)c->hkv, (long long)c->sq, (long long)c->skv,
+             (long long)c->d, (int)c->causal, tsr_dtype_name(c->dt), c->mask, (double)c->amp, s->v[0], s->v[1],
+             s->v[2], s->v[3]);
+    double tol = c->dt == TSR_F32 ? 2e-5 : c->dt == TSR_F16 ? 2e-3 : 1.6e-2;
+    ck_assert_msg(tt_compare(what, o2, o1, c->dt, nq, tol, tol) == 0, "%s", what);
+    ck_assert_msg(tt_compare(what, l2, l1, TSR_F32, c->b * c->hq * c->sq, 1e-4, 1e-5) == 0, "lse: %s", what);
+    ran = 1;
+done:
+    tt_free(ctx, dq), tt_free(ctx, dk), tt_free(ctx, dv), tt_free(ctx, dout), tt_free(ctx, dl), tt_free(ctx, dmask);
+    free(q), free(kk), free(v), free(o1), free(o2), free(l1), free(l2), free(mask);
+    return ran;
+}
+
+START_TEST(flash_knobs_shapes) {
+    tsr_context *ctx = cuda_context(), *ref = tt_ref_context();
+    if (!ctx) return tsr_context_destroy(ref), (void)0;
+    const tsr_kernel *k = tsr_registry_find("attention.sm80.flash");
+    ck_assert_ptr_nonnull(k);
+    const fcase cases[] = {
+        {1, 1, 1, 1, 1, 64, TSR_CAUSAL_NONE, TSR_F16, 0, 1},
+        {2, 4, 1, 7, 67, 64, TSR_CAUSAL_BOTTOM_RIGHT, TSR_BF16, 1, 1},    /* GQA 4, seq_q < seq_kv, masked rows */
+        {1, 8, 1, 1, 1031, 128, TSR_CAUSAL_NONE, TSR_BF16, 0, 1},         /* decode, MQA 8 */
+        {2, 8, 1, 3, 2053, 128, TSR_CAUSAL_BOTTOM_RIGHT, TSR_F16, 0, 1},  /* decode, 3 queries */
+        {1, 3, 3, 65, 33, 96, TSR_CAUSAL_TOP_LEFT, TSR_F16, 2, 2},        /* seq_q > seq_kv, rows with no key */
+        {1, 3, 3, 65, 33, 96, TSR_CAUSAL_BOTTOM_RIGHT, TSR_BF16, 0, 1},   /* the first rows see nothing */
+        {1, 2, 2, 129, 257, 128, TSR_CAUSAL_TOP_LEFT, TSR_F16, 1, 1},
+        {1, 8, 2, 131, 263, 128, TSR_CAUSAL_BOTTOM_RIGHT, TSR_BF16, 0, 1}, /* GQA 4 */
+        {2, 2, 2, 127, 129, 64, TSR_CAUSAL_NONE, TSR_F16, 2, 1},
+        {1, 1, 1, 17, 300, 64, TSR_CAUSAL_NONE, TSR_F16, 0, 30},          /* huge logits */
+        {1, 2, 1, 67, 61, 256, TSR_CAUSAL_TOP_LEFT, TSR_BF16, 0, 1},
+        {1, 4, 4, 13, 517, 256, TSR_CAUSAL_NONE, TSR_F16, 1, 1},          /* seq_q <= 16: the packed path */
+        {1, 16, 2, 2, 700, 64, TSR_CAUSAL_TOP_LEFT, TSR_BF16, 0, 1},      /* GQA 8, top-left decode: 1-2 keys */
+    };
+    int ran = 0;
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int bq = 0; bq < k->knobs[0].num_values; bq++)
+            for (int bk = 0; bk < k->knobs[1].num_values; bk++)
+                for (int w = 0; w < k->knobs[2].num_values; w++)
+                    for (int sp = 0; sp < k->knobs[3].num_values; sp++) {
+                        tsr_schedule s;
+                        memset(&s, 0, sizeof s);
+                        s.v[0] = k->knobs[0].values[bq], s.v[1] = k->knobs[1].values[bk];
+                        s.v[2] = k->knobs[2].values[w], s.v[3] = k->knobs[3].values[sp];
+                        ran += check(ctx, ref, k, &cases[ci], &s);
+                    }
+    /* the heuristic's schedule, decode and prefill */
+    const fcase dflt[] = {{1, 32, 8, 1, 4099, 128, TSR_CAUSAL_NONE, TSR_BF16, 0, 1},
+                          {2, 4, 4, 200, 200, 64, TSR_CAUSAL_TOP_LEFT, TSR_F16, 0, 1},
+                          {1, 4, 1, 300, 333, 96, TSR_CAUSAL_BOTTOM_RIGHT, TSR_F16, 0, 1}};
+    for (int ci = 0; ci < 3; ci++) {
+        tsr_problem p;
+        memset(&p, 0, sizeof p);
+        p.op = TSR_OP_ATTENTION;
+        tsr_attention_desc_init(&p.u.attention.d);
+        tsr_attention_desc *d = &p.u.attention.d;
+        d->batch = dflt[ci].b, d->heads_q = dflt[ci].hq, d->heads_kv = dflt[ci].hkv, d->seq_q = dflt[ci].sq;
+        d->seq_kv = dflt[ci].skv, d->head_dim = dflt[ci].d, d->dtype = dflt[ci].dt;
+        tsr_schedule s;
+        memset(&s, 0, sizeof s);
+        k->default_schedule(&p, ctx, &s);
+        ran += check(ctx, ref, k, &dflt[ci], &s);
+    }
+    printf("attention_cuda: flash: %d kernel runs checked\n", ran);
+    ck_assert_int_ge(ran, 150);
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
+/* Dispatch: f16/bf16 at the supported head dims take the flash kernel,
+ * f32, head dim 80 and odd strides go to the row-wise kernel, and the
+ * public call through it matches the reference on BSHD (strided) tensors. */
+START_TEST(dispatch_and_strides) {
+    tsr_context *ctx = cuda_context(), *ref = tt_ref_context();
+    if (!ctx) return tsr_context_destroy(ref), (void)0;
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_ATTENTION;
+    tsr_attention_desc *d = &p.u.attention.d;
+    tsr_attention_desc_init(d);
+    d->batch = 2, d->heads_q = 4, d->heads_kv = 2, d->seq_q = 33, d->seq_kv = 45, d->head_dim = 64, d->dtype = TSR_F16;
+    const int64_t qs[3] = {33 * 4 * 64, 64, 4 * 64}, ks[3] = {45 * 2 * 64, 64, 2 * 64}; /* BSHD */
+    memcpy(d->q_strides, qs, sizeof qs), memcpy(d->o_strides, qs, sizeof qs);
+    memcpy(d->k_strides, ks, sizeof ks), memcpy(d->v_strides, ks, sizeof ks);
+    p.u.attention.q = p.u.attention.k = p.u.attention.v = p.u.attention.o = (void *)(uintptr_t)256;
+    char why[200];
+    const tsr_kernel *k = tsr_dispatch_select(ctx, &p, why, sizeof why);
+    ck_assert_msg(k && strcmp(k->name, "attention.sm80.flash") == 0, "%s", k ? k->name : why);
+    d->head_dim = 80;
+    k = tsr_dispatch_select(ctx, &p, why, sizeof why);
+    ck_assert_msg(k && strcmp(k->name, "attention.sm80.rowwise") == 0, "%s", k ? k->name : why);
+    d->head_dim = 64, d->dtype = TSR_F32;
+    k = tsr_dispatch_select(ctx, &p, why, sizeof why);
+    ck_assert_msg(k && strcmp(k->name, "attention.sm80.rowwise") == 0, "%s", k ? k->name : why);
+
+    /* BSHD through the public API, against the reference */
+    d->dtype = TSR_BF16;
+    const int64_t nq = 2 * 33 * 4 * 64, nk = 2 * 45 * 2 * 64;
+    uint16_t *q = malloc(2 * nq), *kk = malloc(2 * nk), *v = malloc(2 * nk), *o1 = malloc(2 * nq), *o2 = malloc(2 * nq);
+    tt_fill(q, TSR_BF16, nq, 1, -1, 1), tt_fill(kk, TSR_BF16, nk, 2, -1, 1), tt_fill(v, TSR_BF16, nk, 3, -1, 1);
+    d->causal = TSR_CAUSAL_BOTTOM_RIGHT;
+    ck_assert_msg(tsr_attention(ref, d, q, kk, v, o1) == TSR_OK, "%s", tsr_last_error());
+    void *dq = tt_upload(ctx, q, 2 * nq), *dk = tt_upload(ctx, kk, 2 * nk), *dv = tt_upload(ctx, v, 2 * nk);
+    void *dout = tt_upload(ctx, NULL, 2 * nq);
+    ck_assert_msg(tsr_attention(ctx, d, dq, dk, dv, dout) == TSR_OK, "%s", tsr_last_error());
+    tt_download(ctx, o2, dout, 2 * nq);
+    ck_assert(tt_compare("bshd", o2, o1, TSR_BF16, nq, 1.6e-2, 1.6e-2) == 0);
+    tt_free(ctx, dq), tt_free(ctx, dk), tt_free(ctx, dv), tt_free(ctx, dout);
+    free(q), free(kk), free(v), free(o1), free(o2);
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("attention_cuda");
+    TCase *tc = tcase_create("sm80");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, flash_knobs_shapes);
+    tcase_add_test(tc, dispatch_and_strides);
+    suite_add_tcase(s, tc);
+    return tt_run_suite(s);
+}
