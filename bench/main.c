@@ -93,7 +93,7 @@ static void usage(void) {
          "  --first-result  opencl: time a new process to its first GEMM result, cold and warm binary cache\n"
          "  --clblast-tune-timeout S  opencl: budget for clblast_tuner_xgemm when no result is cached\n"
          "             (default 2400 s, --quick 600 s)\n"
-         "  --shapes   a set in bench/shapes (square, skinny, llama, quick, gpu_square) or a file;\n"
+         "  --shapes   a set in bench/shapes (square, skinny, llama, deepbench, quick, gpu_square) or a file;\n"
          "             repeatable (default cpu: square, skinny, llama; cuda: gpu_square, llama;\n"
          "             opencl: opencl_square, opencl_skinny; --quick: quick)\n"
          "  --threads  threads for every CPU implementation (default: all cores)\n"

@@ -666,8 +666,11 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                          packed ? bp + jr * NR * kcur : (const float *)j->b + pc * d->ldb + jc + jr * NR,
                          packed ? NR : d->ldb, ic + ir * MR, mr, jc + jr * NR, nr, first, last);
                 }
-                team_barrier(nth);
+                if (j->pack_a) team_barrier(nth); /* the next ic block repacks the shared A buffer */
             }
+            /* A read in place: threads run on through the ic blocks and wait
+             * once, before the B buffer is repacked */
+            if (!j->pack_a) team_barrier(nth);
         }
     }
 }
