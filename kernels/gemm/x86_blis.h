@@ -527,19 +527,23 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
                      DOT_COLS);
 }
 
-enum { STREAM_ROWS = 4, STREAM_COLS = 1024 };
+enum { STREAM_ROWS = 4, STREAM_ACC = 4096 };
 
 /* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major f32 B: each
  * row of B is read once, contiguously (the hardware prefetcher follows),
- * into accumulators that stay in L1. */
+ * into accumulators that stay in L1: 16 KiB of them, so one row gets 4096
+ * columns a pass (the prefetcher restarts at every page a segment ends in). */
 static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
     const float *B = (const float *)j->b;
-    _Alignas(64) float acc[STREAM_ROWS][STREAM_COLS];
+    _Alignas(64) float accs[STREAM_ACC];
     const int mr = (int)d->m;
-    for (int64_t c0 = jlo; c0 < jhi; c0 += STREAM_COLS) {
-        const int64_t nc = jhi - c0 < STREAM_COLS ? jhi - c0 : STREAM_COLS;
+    const int64_t cols = STREAM_ACC / mr / VL * VL;
+    float *acc[STREAM_ROWS];
+    for (int r = 0; r < mr; r++) acc[r] = accs + r * cols;
+    for (int64_t c0 = jlo; c0 < jhi; c0 += cols) {
+        const int64_t nc = jhi - c0 < cols ? jhi - c0 : cols;
         for (int r = 0; r < mr; r++) memset(acc[r], 0, sizeof(float) * (size_t)nc);
         /* four rows of B per pass over the accumulators: a quarter of the
          * accumulator loads and stores (the L1 port limit here); then the
