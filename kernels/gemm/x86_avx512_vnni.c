@@ -381,7 +381,7 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
         const int64_t ncur = N - jc < ncb ? N - jc : ncb, npanels = (ncur + NR - 1) / NR;
         for (int64_t pc = 0; pc < K; pc += kcb) {
             const int64_t kcur = K - pc < kcb ? K - pc : kcb, kc4 = (kcur + 3) / 4 * 4;
-            for (int64_t jr = tid; jr < npanels; jr += nth) {
+            for (int64_t jr = npanels * tid / nth; jr < npanels * (tid + 1) / nth; jr++) {
                 int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                 pack_b(j, pc, kcur, kc4, jc + jr * NR, nr, bp + (size_t)jr * bpanel);
             }
@@ -393,7 +393,7 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                     pack_a(j, ic + ir * MR, mr, pc, kcur, kc4, ap + ir * MR * kc4);
                 }
                 team_barrier(nth);
-                for (int64_t t = tid; t < npanels * mpanels; t += nth) {
+                for (int64_t t = npanels * mpanels * tid / nth; t < npanels * mpanels * (tid + 1) / nth; t++) {
                     const int64_t jr = t / mpanels, ir = t % mpanels;
                     const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;

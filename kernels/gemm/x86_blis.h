@@ -643,7 +643,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
             int64_t kcur = K - pc < kcb ? K - pc : kcb;
             bool first = pc == 0, last = pc + kcur == K;
             /* B panels: all of them packed, or only the ragged last one */
-            for (int64_t jr = tid; jr < npanels; jr += nth) {
+            for (int64_t jr = npanels * tid / nth; jr < npanels * (tid + 1) / nth; jr++) {
                 int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                 if (j->pack_b || nr < NR) pack_b(j, pc, kcur, jc + jr * NR, nr, bp + jr * NR * kcur);
             }
@@ -657,8 +657,10 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                     }
                     team_barrier(nth);
                 }
-                /* tiles split across the team, column panels outermost */
-                for (int64_t t = tid; t < npanels * mpanels; t += nth) {
+                /* tiles in contiguous ranges per thread, column panels outermost:
+                 * a thread reads its own B panels (each from L3 once, into its
+                 * own L2) where round-robin tiles had both read every panel */
+                for (int64_t t = npanels * mpanels * tid / nth; t < npanels * mpanels * (tid + 1) / nth; t++) {
                     int64_t jr = t / mpanels, ir = t % mpanels;
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
