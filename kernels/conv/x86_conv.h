@@ -277,6 +277,7 @@ typedef struct conv_job {
     const float *zero; /* max(c, 1) zeros */
     void *y;           /* NHWC, d->y_dtype */
     const tsr_epilogue *epi;
+    bool plain;        /* f32 y and an epilogue ukr_epilogue_plain applies: tiles stored from registers */
 } conv_job;
 
 /* Output pixels t0 .. t0 + mr - 1 of the flattened n*p*q order: where their
@@ -359,6 +360,20 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
         }
     }
     const int64_t kc0 = g * Kg + kp * NR, nk = Kg - kp * NR < NR ? Kg - kp * NR : NR;
+    if (j->plain) { /* unrolled and call-free: acc indexed by constants stays in registers */
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            if (i >= t->mr) break;
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                if (v * VL >= nk) break;
+                const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
+                const int64_t k = kc0 + v * VL, yi = t->y[i] + k;
+                vf_store_n((float *)j->y + yi, ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n), n);
+            }
+        }
+        return;
+    }
     for (int i = 0; i < t->mr; i++)
         for (int v = 0; v < NV && v * VL < nk; v++) {
             const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
@@ -452,6 +467,17 @@ static inline __attribute__((always_inline)) void depthwise_pixels(const conv_jo
                     if (cnt[v]) acc[i][v] = vf_fma(load_lanes(xp + i * sw * C + v * VL, cnt[v]), wv[v], acc[i][v]);
         }
     }
+    if (j->plain) { /* unrolled and call-free: acc indexed by constants stays in registers */
+#pragma GCC unroll 16
+        for (int i = 0; i < T; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                if (!cnt[v]) continue;
+                const int64_t k = c0 + v * VL, yi = ((n * j->P + oh) * j->Q + ow0 + i) * C + k;
+                vf_store_n((float *)j->y + yi, ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, cnt[v]), cnt[v]);
+            }
+        return;
+    }
     for (int i = 0; i < T; i++)
         for (int v = 0; v < NV && cnt[v]; v++) {
             const int64_t k = c0 + v * VL, yi = ((n * j->P + oh) * j->Q + ow0 + i) * C + k;
@@ -534,7 +560,8 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     memset(zero, 0, sizeof(float) * (size_t)zn);
     conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x, .bf = bf,
                   .wp = in_place ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
-                  .y = cp->y, .epi = &d->epilogue};
+                  .y = cp->y, .epi = &d->epilogue,
+                  .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     const int nt = tsr_threads_for(ctx, flops, 2e6);
 #pragma omp parallel num_threads(nt) if (nt > 1)

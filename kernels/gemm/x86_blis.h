@@ -154,6 +154,7 @@ typedef struct job {
     int64_t n_lo, n_hi; /* the columns of C this job computes */
     int64_t mc, kc, nc;
     bool pack_a, pack_b;
+    bool plain_epilogue; /* ukr_epilogue_plain can run it: tiles still stored from registers */
 } job;
 
 static inline float load_in(const void *p, tsr_dtype t, int64_t i) {
@@ -352,15 +353,17 @@ static void store_tile(const job *j, vf acc[MR][NV], int64_t i0, int64_t mr, int
     }
 }
 
-/* The common tile (f32 C, all MR rows, nv whole vectors, no epilogue to
- * run) stored straight from the registers. Through store_tile the
- * accumulators would go to the stack and come back as 64-byte loads that
- * the store buffer cannot forward: ~100 ns a tile, a third of a 32^3 GEMM. */
+/* The common tile (f32 C, all MR rows, nv whole vectors, no epilogue or a
+ * plain one: bias, residual, relu) stored straight from the registers.
+ * Through store_tile the accumulators would go to the stack and come back
+ * as 64-byte loads that the store buffer cannot forward: ~100 ns a tile, a
+ * third of a 32^3 GEMM. */
 static inline __attribute__((always_inline)) bool store_tile_regs(const job *j, vf acc[MR][NV], const int nv,
                                                                   int64_t i0, int64_t mr, int64_t j0, int64_t nr,
                                                                   bool first, bool last) {
     const tsr_gemm_desc *d = &j->g->d;
-    if (d->c_dtype != TSR_F32 || mr != MR || nr != nv * VL || (last && d->epilogue.num_steps)) return false;
+    const bool epi = last && d->epilogue.num_steps;
+    if (d->c_dtype != TSR_F32 || mr != MR || nr != nv * VL || (epi && !j->plain_epilogue)) return false;
     const vf alpha = vf_set1(d->alpha), beta = vf_set1(d->beta);
     const bool add = !first, scale_c = first && d->beta != 0.0f;
 #pragma GCC unroll 16
@@ -371,6 +374,11 @@ static inline __attribute__((always_inline)) bool store_tile_regs(const job *j, 
             vf r = vf_mul(acc[i][v], alpha);
             if (add) r = vf_add(r, vf_load(c + v * VL));
             else if (scale_c) r = vf_fma(beta, vf_load(c + v * VL), r);
+            if (epi) {
+                const int64_t row = i0 + i, col = j0 + v * VL;
+                r = ukr_epilogue_plain(&d->epilogue, r, j->g->bias_along_m ? row : col, j->g->bias_along_m,
+                                       j->batch_index, row, col, VL);
+            }
             vf_store(c + v * VL, r);
         }
     }
@@ -698,7 +706,8 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
     job base = {.g = g, .n_lo = 0, .n_hi = d->n, .mc = s->v[KNOB_MC], .kc = s->v[KNOB_KC], .nc = s->v[KNOB_NC],
-                .pack_a = s->v[KNOB_PACK_A] != 0, .pack_b = s->v[KNOB_PACK_B] != 0};
+                .pack_a = s->v[KNOB_PACK_A] != 0, .pack_b = s->v[KNOB_PACK_B] != 0,
+                .plain_epilogue = ukr_epilogue_is_plain(&d->epilogue)};
     if (!base.pack_a && !can_skip_pack_a(d)) base.pack_a = true;
     if (!base.pack_b && !can_skip_pack_b(d)) base.pack_b = true;
     if (d->c_dtype != TSR_F32 && d->k > base.kc) { /* a narrow C takes the sum once: one K block, */

@@ -70,4 +70,36 @@ static inline __attribute__((always_inline)) vf ukr_epilogue(const tsr_epilogue 
     return r;
 }
 
+/* Whether e is bias, residual and relu steps only, on f32 data: what
+ * ukr_epilogue_plain applies without a single call. Any call in a tile's
+ * store loop (an exp, a dtype conversion) makes the compiler keep the whole
+ * tile of accumulators on the stack, since every vector register is
+ * caller-saved; the common epilogues then cost more than the tile's FMAs. */
+static inline bool ukr_epilogue_is_plain(const tsr_epilogue *e) {
+    for (int s = 0; s < e->num_steps; s++) {
+        const tsr_epilogue_step *st = &e->steps[s];
+        if (st->op == TSR_EPI_ACTIVATION ? st->activation != TSR_ACT_RELU && st->activation != TSR_ACT_NONE
+                                         : st->dtype != TSR_F32)
+            return false;
+    }
+    return true;
+}
+
+/* ukr_epilogue for an e that ukr_epilogue_is_plain accepts. */
+static inline __attribute__((always_inline)) vf ukr_epilogue_plain(const tsr_epilogue *e, vf r, int64_t bias_i,
+                                                                   bool bias_bcast, int64_t b, int64_t row,
+                                                                   int64_t col, int n) {
+    for (int s = 0; s < e->num_steps; s++) {
+        const tsr_epilogue_step *st = &e->steps[s];
+        const float *data = (const float *)st->data;
+        if (st->op == TSR_EPI_BIAS)
+            r = vf_add(r, bias_bcast ? vf_set1(data[bias_i]) : vf_load_n(data + bias_i, n));
+        else if (st->op == TSR_EPI_RESIDUAL)
+            r = vf_fma(vf_set1(st->scale), vf_load_n(data + b * st->batch_stride + row * st->ld + col, n), r);
+        else if (st->activation == TSR_ACT_RELU)
+            r = vf_relu(r);
+    }
+    return r;
+}
+
 #endif
