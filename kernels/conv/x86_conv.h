@@ -568,7 +568,9 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .y = cp->y, .epi = &d->epilogue,
                   .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
-    const int nt = tsr_threads_for(ctx, flops, 2e6);
+    /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
+     * its work as such, or a 14x14x384 layer stays on one thread */
+    const int nt = tsr_threads_for(ctx, dw ? 4 * flops : flops, 2e6);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         if (xf) widen(cp->x, d->x_dtype, xf, xn);
