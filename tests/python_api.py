@@ -2,7 +2,8 @@
 """The Python package (python/tessera) against NumPy references computed in
 float64: gemm, conv2d, attention, softmax, layer_norm, rms_norm and chains
 on awkward shapes (1, primes), transposed and strided views, batches, every
-dtype; __dlpack__ inputs (NumPy's own and a hand-made bfloat16 capsule);
+dtype; __dlpack__ inputs (NumPy's own, a hand-made bfloat16 capsule, DLPack 1.x
+versioned capsules with their read-only flag and version checks);
 errors as TesseraError subclasses carrying the library's message; the
 ctypes layout check; `python -m tessera info`; and the per-call overhead of
 a tiny gemm, printed (never asserted).
@@ -582,6 +583,114 @@ def dlpack_inputs():
     assert len(_deleted) == n_before + 2, "a refused capsule is left to its own destructor"
     raises(tessera.NotSupportedError, ["gemm: a is a HandMadeDLPack on cuda:0", "tessera.torch"],
            tessera.gemm, HandMadeDLPack(np.zeros(4, np.float32), (2, 2), None, 2, 32, device=(2, 0)), b)
+
+
+_vdeleted = []
+_VDELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+@_VDELETER
+def _record_vdelete(ptr):
+    _vdeleted.append(ptr)
+
+
+_producers = []
+
+
+class VersionedDLPack:
+    """A DLPack 1.x producer written here: __dlpack__(max_version=...) gives a
+    "dltensor_versioned" capsule (version, flags as given), an older request
+    the legacy capsule of the same memory; `asked` records max_version."""
+
+    def __init__(self, buf, dtype_code=2, bits=32, flags=0, version=(1, 0), name=b"dltensor_versioned"):
+        self.buf, self.asked, self.name = buf, [], name
+        _producers.append(self)  # a producer's tensor lives until its deleter runs; here: until exit
+        self.shape = (ctypes.c_int64 * buf.ndim)(*buf.shape)
+        self.strides = (ctypes.c_int64 * buf.ndim)(*(s // buf.itemsize for s in buf.strides))
+        self.v = L.DLManagedTensorVersioned()
+        self.v.version = L.DLPackVersion(*version)
+        self.v.flags = flags
+        self.v.deleter = ctypes.cast(_record_vdelete, type(self.v.deleter))
+        self.legacy = L.DLManagedTensor()
+        self.legacy.deleter = ctypes.cast(_record_delete, type(self.legacy.deleter))
+        for t in (self.v.dl_tensor, self.legacy.dl_tensor):
+            t.data = buf.ctypes.data
+            t.device = L.DLDevice(1, 0)
+            t.ndim = buf.ndim
+            t.dtype = L.DLDataType(dtype_code, bits, 1)
+            t.shape = self.shape
+            t.strides = self.strides
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        self.asked.append(max_version)
+        if max_version is None or max_version[0] < 1:
+            return _capsule_new(ctypes.addressof(self.legacy), b"dltensor", None)
+        return _capsule_new(ctypes.addressof(self.v), self.name, None)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@test
+def dlpack_versioned():
+    import gc
+    a, b = rand(5, 3), rand(3, 4)
+    want = a.astype(F64) @ b.astype(F64)
+    va, vb = VersionedDLPack(a), VersionedDLPack(b, flags=L.DLPACK_FLAG_READ_ONLY)
+    gc.collect()
+    n_v, n_l = len(_vdeleted), len(_deleted)
+    close(tessera.gemm(va, vb), want, 1e-5, "gemm of DLPack 1.x tensors (b read-only: an input)")
+    assert va.asked == [(1, 0)] and vb.asked == [(1, 0)], (va.asked, vb.asked)
+    gc.collect()
+    assert len(_vdeleted) == n_v + 2 and len(_deleted) == n_l, \
+        f"versioned deleters ran {len(_vdeleted) - n_v} times (want 2), legacy {len(_deleted) - n_l} (want 0)"
+    # an output: written in place when writable ...
+    cbuf = np.ones((5, 4), np.float32)
+    vc = VersionedDLPack(cbuf)
+    out = tessera.gemm(a, b, c=vc, beta=2.0)
+    close(cbuf, want + 2.0, 1e-5, "c= a writable DLPack 1.x tensor, written in place")
+    assert out.ctypes.data == cbuf.ctypes.data, "the result is not a view of the producer's memory"
+    del out
+    # ... refused by name when its producer flags it read-only, and left untouched
+    ro = np.full((5, 4), 7.0, np.float32)
+    vro = VersionedDLPack(ro, flags=L.DLPACK_FLAG_READ_ONLY)
+    gc.collect()
+    n_v = len(_vdeleted)
+    raises(tessera.InvalidArgumentError, ["gemm: dlpack_versioned_tensor: c is flagged read-only by its producer",
+                                          "cannot be an output"], tessera.gemm, a, b, c=vro, beta=1.0)
+    raises(tessera.InvalidArgumentError, ["chain: dlpack_versioned_tensor: out is flagged read-only"],
+           tessera.chain(a).exp().run, VersionedDLPack(np.zeros((5, 3), np.float32),
+                                                        flags=L.DLPACK_FLAG_READ_ONLY))
+    assert (ro == 7.0).all(), "a read-only output was written"
+    gc.collect()
+    assert len(_vdeleted) == n_v, "a refused versioned capsule must be left to its own destructor"
+    # as an input it comes back read-only, so nothing downstream writes it
+    arr, _ = tessera._arrays.from_dlpack(VersionedDLPack(ro, flags=L.DLPACK_FLAG_READ_ONLY), "x", "test")
+    assert not arr.flags.writeable and (arr == 7.0).all()
+    del arr
+    # bfloat16 through a versioned capsule (NumPy has no bfloat16)
+    bits = tessera.to_bf16(a)
+    close(tessera.gemm(VersionedDLPack(bits, 4, 16), VersionedDLPack(tessera.to_bf16(b), 4, 16),
+                       out_dtype="f32"), tessera.from_bf16(bits).astype(F64) @ tessera.from_bf16(
+                           tessera.to_bf16(b)), 1e-5, "bf16 DLPack 1.x tensors")
+    # a major version this package does not know: refused, naming both
+    raises(tessera.NotSupportedError, ["gemm: dlpack_versioned_tensor: a is a DLPack 2.0 tensor", "DLPack 1.x"],
+           tessera.gemm, VersionedDLPack(a, version=(2, 0)), b)
+    # a later minor version only adds: accepted
+    close(tessera.gemm(VersionedDLPack(a, version=(1, 7)), b), want, 1e-5, "DLPack 1.7 tensor")
+    raises(tessera.InvalidArgumentError, ["gemm: b.__dlpack__() returned a capsule named b'used_dltensor'"],
+           tessera.gemm, a, VersionedDLPack(b, name=b"used_dltensor"))
+    # a producer from before DLPack 1.0 (no max_version keyword) gets the legacy call
+    legacy_calls = []
+
+    class OldProducer(OnlyDLPack):
+        def __dlpack__(self, stream=None):
+            legacy_calls.append(stream)
+            return super().__dlpack__(stream)
+
+    close(tessera.gemm(OldProducer(a), b), want, 1e-5, "pre-1.0 producer")
+    assert legacy_calls, "the legacy __dlpack__() was never called"
+    gc.collect()
 
 
 # ------------------------------------------------------- contexts, errors, info

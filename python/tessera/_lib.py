@@ -157,6 +157,22 @@ class DLManagedTensor(ctypes.Structure):
 DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
                             ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor)))]
 
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):  # DLPack 1.0
+    pass
+
+
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+    ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))),
+    ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+DLPACK_MAJOR, DLPACK_MINOR = 1, 0  # the newest DLPack this package reads
+DLPACK_FLAG_READ_ONLY, DLPACK_FLAG_IS_COPIED = 1 << 0, 1 << 1
+
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLOpenCL, kDLROCM, kDLROCMHost = 1, 2, 3, 4, 10, 11
 
 # ------------------------------------------------------------ the library
@@ -266,6 +282,7 @@ def _protos(lib):
         "tsr_gemm_desc_from_dlpack": (_I, [_P, _P, _P, _P, _P, _P, _P]),
         "tsr_dlpack_device_matches": (_I, [_P, DLDevice]),
         "tsr_dlpack_device_name": (ctypes.c_char_p, [ctypes.c_int32]),
+        "tsr_dlpack_versioned_tensor": (_I, [_P, _I, ctypes.c_char_p, _P]),
     }
     missing = []
     for name, (res, args) in sig.items():

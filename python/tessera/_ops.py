@@ -163,7 +163,7 @@ def _gemm(a, b, trans_a, trans_b, alpha, beta, c, bias, activation, residual, re
         oc = L.I32 if ta == L.I8 else ta
     full = batch + (m, n)
     if c is not None:
-        c, cc = as_array(c, "c", who, bf or oc == L.BF16)
+        c, cc = as_array(c, "c", who, bf or oc == L.BF16, output=True)
         if c.shape != full:
             L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: c has shape {_shape(c.shape)} but the product's is "
                    f"{_shape(full)}")
@@ -700,7 +700,7 @@ class Chain:
             oc = self._xc if oc is None else oc
             y = np.empty(yshape, TSR_TO_NP[oc])
         else:
-            y, oc = as_array(out, "out", who, self._bf or out_dtype in ("bf16", "bfloat16"))
+            y, oc = as_array(out, "out", who, self._bf or out_dtype in ("bf16", "bfloat16"), output=True)
             if y.shape != yshape:
                 L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: out has shape {_shape(y.shape)}, the result's is "
                        f"{_shape(yshape)}")
