@@ -188,15 +188,37 @@ def _libs_in(p):
     return [p]
 
 
+def _installed_paths():
+    """For a copy installed by `meson install` (_install_paths.py exists):
+    the library in the same tree as the package (the prefix found by
+    stripping the package's install path from this directory, so a DESTDIR
+    staging tree works), then at the configured prefix."""
+    try:
+        from . import _install_paths as ip
+    except ImportError:  # the source tree: no install
+        return []
+    out = []
+    here = _HERE.replace(os.sep, "/")
+    pkg = ip.PACKAGE_DIR.rstrip("/")
+    if not os.path.isabs(pkg) and here.endswith("/" + pkg):
+        root = here[:-len(pkg) - 1]
+        out.append(os.path.join(root, ip.LIBDIR, ip.SONAME) if not os.path.isabs(ip.LIBDIR)
+                   else os.path.join(ip.LIBDIR, ip.SONAME))
+    out.append(os.path.join(ip.PREFIX, ip.LIBDIR, ip.SONAME))
+    return out
+
+
 def candidate_paths():
-    """Where the library is looked for, in order: next to the package (an
-    installed layout: the package directory, then its parent), the
-    repository's build directory (../../build relative to the package, then
-    other build*/ directories, newest first), the linker's search path
-    (ctypes.util.find_library). TESSERA_LIBRARY, when set, replaces them all."""
+    """Where the library is looked for, in order: next to the package (the
+    package directory, then its parent), where `meson install` put it (for
+    an installed package), the repository's build directory (../../build
+    relative to the package, then other build*/ directories, newest first),
+    the linker's search path (ctypes.util.find_library). TESSERA_LIBRARY,
+    when set, replaces them all."""
     out = []
     for d in (_HERE, os.path.dirname(_HERE)):
         out.extend(sorted(glob.glob(os.path.join(d, "libtessera.so*")), key=len))
+    out.extend(_installed_paths())
     repo = os.path.dirname(os.path.dirname(_HERE))  # python/tessera -> the repository
     build = os.path.join(repo, "build")
     out.append(os.path.join(build, "libtessera.so"))
