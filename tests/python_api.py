@@ -5,8 +5,9 @@ on awkward shapes (1, primes), transposed and strided views, batches, every
 dtype; __dlpack__ inputs (NumPy's own, a hand-made bfloat16 capsule, DLPack 1.x
 versioned capsules with their read-only flag and version checks);
 errors as TesseraError subclasses carrying the library's message; the
-ctypes layout check; `python -m tessera info`; and the per-call overhead of
-a tiny gemm, printed (never asserted).
+ctypes layout check; `python -m tessera info`; the descriptor cache of
+repeated gemm calls. Per-call overhead is measured by
+bridges/bench_overhead.py, not here.
 
 Run with /usr/bin/python3 (Debian's NumPy) and TESSERA_LIBRARY pointing at
 the built libtessera.so; meson does both (tests/meson.build).
@@ -17,7 +18,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -693,6 +693,37 @@ def dlpack_versioned():
     gc.collect()
 
 
+@test
+def repeated_calls_reuse_descriptors():
+    """The descriptor cache of tessera.gemm: every repeated call computes
+    with its own data, bias and the current default context."""
+    from tessera import _ops
+    _ops._gemm_cache.clear()
+    shapes = [(3, 5, 4), (1, 7, 2)]
+    for m, k, n in shapes:
+        for bias_on, act in ((False, None), (True, None), (True, "relu"), (False, "gelu")):
+            for rep in range(3):  # the first call builds, the next two hit the cache
+                a, b, bias = rand(m, k), rand(k, n), rand(n)
+                want = a.astype(F64) @ b.astype(F64) + (bias if bias_on else 0)
+                got = tessera.gemm(a, b, bias=bias if bias_on else None, activation=act)
+                close(got, act_ref(want, act), 1e-5, f"{m}x{k}x{n} bias={bias_on} {act} call {rep}")
+    assert len(_ops._gemm_cache) == 2 * 4, f"{len(_ops._gemm_cache)} cached descriptors, want 8"
+    # a transposed view (another key) and a strided bias (copied, so not kept)
+    a, b = rand(5, 3), rand(3, 4)
+    for rep in range(2):
+        bias = rand(8)[::2]
+        close(tessera.gemm(a.T, b, trans_a=True, bias=bias), a.astype(F64) @ b + bias, 1e-5, "strided bias")
+    # the default context of the moment, not the one of the first call
+    prev = tessera._context._default
+    tessera.set_default_context(tessera.Context("cpu", reference_only=True))
+    try:
+        close(tessera.gemm(a, b), a.astype(F64) @ b, 1e-5, "cached call, reference-only context")
+        assert tessera.last_kernel().startswith("gemm.ref"), tessera.last_kernel()
+    finally:
+        tessera.set_default_context(prev)
+    close(tessera.gemm(a, b), a.astype(F64) @ b, 1e-5, "after the context switch")
+
+
 # ------------------------------------------------------- contexts, errors, info
 
 @test
@@ -747,50 +778,6 @@ def module_info():
     print("  " + out.strip().replace("\n", "\n  "))
 
 
-def overhead():
-    """Per-call cost of a 2x2x2 gemm through tessera.gemm, against the same
-    call made with a prebuilt descriptor (ctypes + the C library) and an
-    empty ctypes call: printed, not asserted."""
-    a = np.ones((2, 2), np.float32)
-    n = 10000
-
-    def per_call(f):
-        for _ in range(200):
-            f()
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            best = min(best, (time.perf_counter() - t0) / n * 1e6)
-        return best
-
-    results = []
-    for label, ctx in (("default context (all cores)", None), ("1-thread context", tessera.Context("cpu", threads=1))):
-        prev = tessera._context._default
-        if ctx is not None:
-            tessera.set_default_context(ctx)
-        try:
-            t_api = per_call(lambda: tessera.gemm(a, a))
-            d = L.GemmDesc()
-            L.lib.tsr_gemm_desc_init(ctypes.byref(d))
-            d.m = d.n = d.k = 2
-            out = np.empty((2, 2), np.float32)
-            h, da, pa, po = tessera.default_context().handle, ctypes.addressof(d), a.ctypes.data, out.ctypes.data
-            f = L.lib.tsr_gemm
-            t_raw = per_call(lambda: f(h, da, pa, pa, po))
-        finally:
-            tessera.set_default_context(prev)
-        results.append((label, t_api, t_raw))
-    t_nop = per_call(L.lib.tsr_version)
-    cpu = tessera.default_context().info()["device_name"]
-    print(f"  per-call overhead, 2x2x2 f32 gemm, {n} calls (best of 3), on {cpu}:")
-    for label, t_api, t_raw in results:
-        print(f"    {label}: tessera.gemm {t_api:.2f} us/call; prebuilt desc via ctypes {t_raw:.2f} us; "
-              f"the Python bridge adds {t_api - t_raw:.2f} us")
-    print(f"    an empty ctypes call (tsr_version): {t_nop:.2f} us")
-
-
 def main():
     print(f"python_api: {tessera.library_path} (tessera {tessera.version()}), numpy {np.__version__}, "
           f"{sys.executable}")
@@ -803,7 +790,6 @@ def main():
             failed += 1
             print(f"FAIL {t.__name__}")
             traceback.print_exc(file=sys.stdout)
-    overhead()
     print(f"python_api: {len(TESTS) - failed} of {len(TESTS)} passed")
     return 1 if failed else 0
 

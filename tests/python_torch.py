@@ -3,14 +3,14 @@
 PyTorch's own kernels, op by op and in two small models built here: an MLP
 block and a pre-LN transformer block (attention + layer norm + MLP), on CPU
 tensors (and on CUDA tensors when both PyTorch and Tessera have CUDA and a
-GPU is present). Prints the per-call overhead of a tiny tessera linear next
-to torch's. Exits 77 (meson: skipped) with a SKIP line when torch is absent.
+GPU is present); the wrappers' direct path against the dispatcher, and the
+descriptor cache of linear. Per-call overhead is measured by
+bridges/bench_overhead.py, not here. Exits 77 (meson: skipped) with a SKIP line when torch is absent.
 """
 
 import math
 import os
 import sys
-import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -100,6 +100,55 @@ def linear_vs_torch():
     close(tt.linear(x[..., ::2, :], wt), F.linear(x[..., ::2, :], wt), 2e-5, "strided rows")
     expect_error(["tessera::linear: weight (9, 11) must be (out_features, 12)"], tt.linear, x, torch.randn(9, 11))
     expect_error(["tessera::linear: x has dtype torch.float64"], tt.linear, x.double(), wt.double())
+
+
+@test
+def direct_calls_and_the_dispatcher():
+    """tessera.torch's wrappers call the kernel straight on plain eager
+    tensors and go through torch.ops.tessera.* otherwise (a dispatch mode,
+    tensors autograd would record); both give the same values, and the
+    descriptor cache of linear computes each call with its own data."""
+    from tessera import torch as ttm
+    ttm._linear_cache.clear()
+    for rep in range(3):
+        for bias_on in (False, True):
+            x, w, b = torch.randn(5, 7), torch.randn(3, 7), torch.randn(3)
+            bb = b if bias_on else None
+            want = F.linear(x, w, bb)
+            close(tt.linear(x, w, bb), want, 2e-5, f"linear call {rep} bias={bias_on}")
+            close(torch.ops.tessera.linear(x, w, bb, "none"), want, 2e-5, f"torch.ops.tessera.linear {rep}")
+    assert len(ttm._linear_cache) == 2, f"{len(ttm._linear_cache)} cached linear descriptors, want 2"
+    x, w = torch.randn(4, 6), torch.randn(2, 6)
+    close(tt.linear(x, w.t().contiguous().t()), F.linear(x, w), 2e-5, "column-major weight (another key)")
+    bs = torch.randn(4)[::2]  # a strided bias is copied: computed right, not cached
+    close(tt.linear(x, w, bs), F.linear(x, w, bs), 2e-5, "strided bias")
+    close(tt.linear(x, w, bs), F.linear(x, w, bs), 2e-5, "strided bias, again")
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        print("  SKIP dispatch-mode check: no TorchDispatchMode in this torch")
+        return
+    seen = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Record():
+        close(tt.linear(x, w), F.linear(x, w), 2e-5, "linear under a dispatch mode")
+        tt.layer_norm(x, (6,))
+    assert any("tessera.linear" in s for s in seen) and any("tessera.layer_norm" in s for s in seen), \
+        f"under a dispatch mode the ops must go through the dispatcher; the mode saw {seen}"
+    with torch.no_grad():
+        seen.clear()
+        tt.linear(x, w)
+    assert not seen, seen
+    xg = x.clone().requires_grad_()
+    direct = ttm._direct(xg, w)
+    with torch.no_grad():
+        assert ttm._direct(xg, w), "under no_grad a requires_grad tensor needs no autograd record"
+    assert not direct, "with grad enabled a requires_grad input must go through the dispatcher"
 
 
 @test
@@ -249,29 +298,6 @@ def cuda_tensors():
         close(blk.tessera(xx), blk(xx), 2e-3, "transformer block on CUDA")
 
 
-def overhead():
-    x, w = torch.ones(2, 2), torch.ones(2, 2)
-    n = 10000
-
-    def per_call(f):
-        for _ in range(200):
-            f()
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            best = min(best, (time.perf_counter() - t0) / n * 1e6)
-        return best
-
-    with torch.no_grad():
-        t_op = per_call(lambda: torch.ops.tessera.linear(x, w, None, "none"))
-        t_wrap = per_call(lambda: tt.linear(x, w))
-        t_torch = per_call(lambda: F.linear(x, w))
-    print(f"  per-call, 2x2 linear (a 2x2x2 gemm), {n} calls: torch.ops.tessera.linear {t_op:.2f} us; "
-          f"tessera.torch.linear {t_wrap:.2f} us; torch's F.linear {t_torch:.2f} us")
-
-
 def main():
     print(f"python_torch: torch {torch.__version__} (ops registered via {tt.REGISTRATION}), "
           f"{tessera.library_path}")
@@ -284,7 +310,6 @@ def main():
             failed += 1
             print(f"FAIL {t.__name__}")
             traceback.print_exc(file=sys.stdout)
-    overhead()
     print(f"python_torch: {len(TESTS) - failed} of {len(TESTS)} passed")
     return 1 if failed else 0
 

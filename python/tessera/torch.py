@@ -28,6 +28,7 @@ import threading
 
 import torch
 
+from . import _context
 from . import _lib as L
 from ._context import Context, default_context
 
@@ -112,7 +113,50 @@ _byref = ctypes.byref
 
 # ----------------------------------------------------------------- kernels
 
+# Prepared GEMM descriptors of linear, by everything that shapes them (shapes,
+# strides, dtypes, devices, bias layout, activation): a repeated call (every
+# step of a model) skips the checks and the descriptor build and costs one
+# dict lookup, torch.empty and the ctypes call. Only calls that needed no
+# copy and no conversion are kept. A template is never written after it is
+# stored (a call with a bias copies it first), so threads may share it.
+_linear_cache = {}
+_LINEAR_CACHE_MAX = 256
+_tsr_gemm = L.lib.tsr_gemm
+_GemmDesc = L.GemmDesc
+_BIAS_DATA_OFF = (L.GemmDesc.epilogue.offset + L.Epilogue.steps.offset + L.EpilogueStep.data.offset)
+_addressof = ctypes.addressof
+_c_void_p = ctypes.c_void_p
+
+
+def _linear_key(x, weight, bias, activation):
+    return (x.shape, x.stride(), x.dtype, x.device, weight.shape, weight.stride(), weight.dtype, weight.device,
+            None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.device), activation)
+
+
 def _linear_impl(x, weight, bias, activation):
+    key = _linear_key(x, weight, bias, activation)
+    ent = _linear_cache.get(key)
+    if ent is None:
+        return _linear_prepare(x, weight, bias, activation, key)
+    tpl, out_shape = ent
+    dflt = _context._default
+    h = dflt._h if dflt is not None and x.device.type == "cpu" else None
+    if not h:  # CUDA, or no (or a closed) default context: the full lookup and its errors
+        h = _handle(x, "tessera::linear")
+    y = x.new_empty(out_shape)
+    if bias is None:
+        da = _addressof(tpl)
+    else:
+        d = _GemmDesc.from_buffer_copy(tpl)
+        da = _addressof(d)
+        _c_void_p.from_address(da + _BIAS_DATA_OFF).value = bias.data_ptr()
+    st = _tsr_gemm(h, da, x.data_ptr(), weight.data_ptr(), y.data_ptr())
+    if st:
+        L.check(st)
+    return y
+
+
+def _linear_prepare(x, weight, bias, activation, key):
     who = "tessera::linear"
     h = _handle(x, who)
     _same_device(who, x, weight=weight, bias=bias)
@@ -154,6 +198,11 @@ def _linear_impl(x, weight, bias, activation):
     if act:
         _epi_step(d.epilogue, L.EPI_ACTIVATION, activation=act)
     L.check(L.lib.tsr_gemm(h, ctypes.addressof(d), x2.data_ptr(), w.data_ptr(), y.data_ptr()))
+    # cacheable when the operands were used as they are (no copy, no float())
+    if x2.data_ptr() == x.data_ptr() and w is weight and (bias is None or keep[0].data_ptr() == bias.data_ptr()):
+        if len(_linear_cache) >= _LINEAR_CACHE_MAX:
+            _linear_cache.clear()
+        _linear_cache[key] = (d, (*x.shape[:-1], n))
     return y.reshape(*x.shape[:-1], n)
 
 
@@ -421,6 +470,38 @@ if not _already:
 
 
 # ---------------------------------------------------------------- wrappers
+# The wrappers call the kernel directly when nothing but the kernel could
+# answer: plain tensors (no subclass such as FakeTensor), no torch function
+# or dispatch mode, no tracing or compiling, no tensor that autograd would
+# have to record. That saves torch.library's dispatch (~10 µs a call on
+# torch 1.13). Anything else goes through torch.ops.tessera.*, as before.
+
+_Tensor = torch.Tensor
+_is_grad_enabled = torch.is_grad_enabled
+_is_tracing = torch.jit.is_tracing
+_function_mode = getattr(torch._C, "_is_torch_function_mode_enabled", lambda: False)
+if hasattr(torch._C, "_len_torch_dispatch_mode"):  # torch >= 2.0
+    def _dispatch_mode():
+        return torch._C._len_torch_dispatch_mode() > 0
+else:  # 1.13
+    try:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_mode
+    except ImportError:
+        def _current_mode():
+            return True  # unknown torch: never bypass
+    def _dispatch_mode():
+        return _current_mode() is not None
+_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
+
+def _direct(*tensors):
+    """True when the kernel may be called without torch's dispatcher."""
+    grad = _is_grad_enabled()
+    for t in tensors:
+        if t is not None and (type(t) is not _Tensor or (grad and t.requires_grad)):
+            return False
+    return not (_function_mode() or _dispatch_mode() or _is_tracing() or _compiling())
+
 
 def _pair(v, name):
     if isinstance(v, int):
@@ -435,6 +516,8 @@ def linear(x, weight, bias=None, activation="none"):
     """x @ weight.T + bias, then activation ('relu', 'gelu', 'gelu_tanh',
     'silu', 'sigmoid', 'tanh') fused in the GEMM's epilogue; as
     torch.nn.functional.linear."""
+    if _direct(x, weight, bias):
+        return _linear_impl(x, weight, bias, activation)
     return torch.ops.tessera.linear(x, weight, bias, activation)
 
 
@@ -459,6 +542,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, layo
         padding = [int(p) for p in padding]
         if len(padding) == 2:
             padding = [padding[0], padding[0], padding[1], padding[1]]
+    if _direct(x, weight, bias):
+        return _conv2d_impl(x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
     return torch.ops.tessera.conv2d(x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
 
 
@@ -466,6 +551,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
     """As torch.nn.functional.scaled_dot_product_attention (no dropout), with
     GQA when k/v have fewer heads than q, and causal_align 'bottom_right'
     for FlashAttention's diagonal when seq_q != seq_kv."""
+    if _direct(q, k, v, attn_mask):
+        return _sdpa_impl(q, k, v, attn_mask, bool(is_causal), scale, causal_align)
     return torch.ops.tessera.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale,
                                                           causal_align)
 
@@ -474,6 +561,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """As torch.nn.functional.layer_norm (weight and bias used as float32)."""
     if isinstance(normalized_shape, int):
         normalized_shape = [normalized_shape]
+    if _direct(x, weight, bias):
+        return _layer_norm_impl(x, list(normalized_shape), weight, bias, eps)
     return torch.ops.tessera.layer_norm(x, list(normalized_shape), weight, bias, eps)
 
 
@@ -481,4 +570,6 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     """As torch.nn.functional.rms_norm (eps None = finfo(x.dtype).eps)."""
     if isinstance(normalized_shape, int):
         normalized_shape = [normalized_shape]
+    if _direct(x, weight):
+        return _rms_norm_impl(x, list(normalized_shape), weight, eps)
     return torch.ops.tessera.rms_norm(x, list(normalized_shape), weight, eps)
