@@ -118,6 +118,15 @@ def direct_calls_and_the_dispatcher():
             close(tt.linear(x, w, bb), want, 2e-5, f"linear call {rep} bias={bias_on}")
             close(torch.ops.tessera.linear(x, w, bb, "none"), want, 2e-5, f"torch.ops.tessera.linear {rep}")
     assert len(ttm._linear_cache) == 2, f"{len(ttm._linear_cache)} cached linear descriptors, want 2"
+    ttm._norm_cache.clear()
+    for rep in range(3):
+        x, g, b = torch.randn(3, 5, 8), torch.randn(8), torch.randn(8)
+        close(tt.layer_norm(x, (8,), g, b), F.layer_norm(x, (8,), g, b), 1e-5, f"layer_norm call {rep}")
+        close(tt.rms_norm(x, (8,), g, 1e-6), x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g, 1e-5,
+              f"rms_norm call {rep}")
+        xs = torch.randn(3, 5, 16)[..., ::2]  # copied to rows: computed right, not kept
+        close(tt.layer_norm(xs, (8,), g, b), F.layer_norm(xs, (8,), g, b), 1e-5, f"strided layer_norm {rep}")
+    assert len(ttm._norm_cache) == 2, f"{len(ttm._norm_cache)} cached norm descriptors, want 2"
     x, w = torch.randn(4, 6), torch.randn(2, 6)
     close(tt.linear(x, w.t().contiguous().t()), F.linear(x, w), 2e-5, "column-major weight (another key)")
     bs = torch.randn(4)[::2]  # a strided bias is copied: computed right, not cached

@@ -340,7 +340,40 @@ def _sdpa_impl(q, k, v, attn_mask, is_causal, scale, causal_align):
     return o[0] if squeeze else o
 
 
+# Prepared row-op descriptors of the norms, as for linear (the descriptor
+# holds no pointer, so a template is shared as it is).
+_norm_cache = {}
+_tsr_layernorm = L.lib.tsr_layernorm
+_tsr_rmsnorm = L.lib.tsr_rmsnorm
+
+
+def _tlayout(t):
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
+
+
 def _norm_impl(op, x, normalized_shape, weight, bias, eps):
+    key = (op, x.shape, x.stride(), x.dtype, x.device, tuple(normalized_shape), _tlayout(weight), _tlayout(bias),
+           eps)
+    tpl = _norm_cache.get(key)
+    if tpl is None:
+        return _norm_prepare(op, x, normalized_shape, weight, bias, eps, key)
+    dflt = _context._default
+    h = dflt._h if dflt is not None and x.device.type == "cpu" else None
+    if not h:
+        h = _handle(x, f"tessera::{op}")
+    y = x.new_empty(x.shape)
+    gp = weight.data_ptr() if weight is not None else None
+    if op == "layer_norm":
+        st = _tsr_layernorm(h, _addressof(tpl), x.data_ptr(), gp, bias.data_ptr() if bias is not None else None,
+                            y.data_ptr())
+    else:
+        st = _tsr_rmsnorm(h, _addressof(tpl), x.data_ptr(), gp, y.data_ptr())
+    if st:
+        L.check(st)
+    return y
+
+
+def _norm_prepare(op, x, normalized_shape, weight, bias, eps, key):
     who = f"tessera::{op}"
     h = _handle(x, who)
     _same_device(who, x, weight=weight, bias=bias)
@@ -378,6 +411,12 @@ def _norm_impl(op, x, normalized_shape, weight, bias, eps):
     else:
         st = L.lib.tsr_rmsnorm(h, _byref(d), x2.data_ptr(), gp, y.data_ptr())
     L.check(st)
+    # kept when x, weight and bias were used as they are (no copy, no float())
+    if (x2.data_ptr() == x.data_ptr() and (g is None or g.data_ptr() == weight.data_ptr())
+            and (b is None or b.data_ptr() == bias.data_ptr())):
+        if len(_norm_cache) >= _LINEAR_CACHE_MAX:
+            _norm_cache.clear()
+        _norm_cache[key] = d
     return y
 
 
