@@ -12,14 +12,15 @@ Run it with Debian's /usr/bin/python3 (NumPy, PyTorch) from the repository,
 with TESSERA_LIBRARY pointing at the library to measure (else the package's
 search: ../../build, ...). Each figure is the best of R rounds of N calls
 (default 5 x 20000), in µs per call. The Tessera context uses T threads
-(default 1: on a tiny problem more threads only add a barrier); the
-torch baselines run with torch.set_num_threads(T). --json PATH writes the
+(default 1; 0 = all cores, the default context's setting); the torch
+baselines run with torch.set_num_threads(T, or the core count for 0). --json PATH writes the
 table and the conditions (a file, or a directory: overhead-<date>.json).
 """
 import argparse
 import ctypes
 import json
 import os
+import subprocess
 import sys
 import time
 
@@ -110,11 +111,12 @@ def main():
         torch = None
         print("(no torch for this interpreter: the PyTorch rows are skipped)")
     if torch is not None:
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(args.threads or os.cpu_count())
         versions["torch"] = torch.__version__
         results += torch_rows(torch, args.calls, args.rounds)
     cpu = tessera.default_context().info()["device_name"]
-    print(f"per-call cost in µs, best of {args.rounds} x {args.calls} calls, {args.threads} thread(s), {cpu}, "
+    print(f"per-call cost in µs, best of {args.rounds} x {args.calls} calls, "
+          f"{args.threads or 'all'} thread(s), {cpu}, "
           + ", ".join(f"{k} {v}" for k, v in versions.items()))
     for grp, name, us in results:
         print(f"  {us:8.2f}  {name}")
@@ -122,8 +124,11 @@ def main():
         out = args.json
         if os.path.isdir(out):
             out = os.path.join(out, f"overhead-{time.strftime('%Y-%m-%d')}.json")
+        commit = subprocess.run(["git", "-C", HERE, "rev-parse", "HEAD"], capture_output=True,
+                                text=True).stdout.strip() or None
         with open(out, "w") as f:
             json.dump({"tool": "bridges/bench_overhead.py", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                       "commit": commit, "conditions": os.environ.get("BENCH_CONDITIONS", ""),
                        "cpu": cpu, "cpus": os.cpu_count(), "threads": args.threads, "calls": args.calls,
                        "rounds": args.rounds, "library": tessera.library_path, "versions": versions,
                        "results": [{"group": g, "name": n, "us_per_call": u} for g, n, u in results]},
