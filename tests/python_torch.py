@@ -127,6 +127,23 @@ def direct_calls_and_the_dispatcher():
         xs = torch.randn(3, 5, 16)[..., ::2]  # copied to rows: computed right, not kept
         close(tt.layer_norm(xs, (8,), g, b), F.layer_norm(xs, (8,), g, b), 1e-5, f"strided layer_norm {rep}")
     assert len(ttm._norm_cache) == 2, f"{len(ttm._norm_cache)} cached norm descriptors, want 2"
+    ttm._conv_cache.clear()
+    ttm._sdpa_cache.clear()
+    for rep in range(3):
+        x, w, b = torch.randn(2, 3, 7, 6), torch.randn(4, 3, 3, 3), torch.randn(4)
+        close(tt.conv2d(x, w, b, padding=1), F.conv2d(x, w, b, padding=1), 1e-4, f"conv2d NCHW call {rep}")
+        xcl = x.contiguous(memory_format=torch.channels_last)
+        wcl = w.contiguous(memory_format=torch.channels_last)
+        close(tt.conv2d(xcl, wcl, None, stride=2), F.conv2d(x, w, None, stride=2), 1e-4,
+              f"conv2d channels_last call {rep}")
+        close(tt.conv2d(x.permute(0, 2, 3, 1).contiguous(), w.permute(0, 2, 3, 1).contiguous(), b, layout="NHWC"),
+              F.conv2d(x, w, b).permute(0, 2, 3, 1), 1e-4, f"conv2d NHWC call {rep}")
+        q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8)
+        close(tt.scaled_dot_product_attention(q, k, v, is_causal=True, causal_align="bottom_right"),
+              sdpa_ref(q, k, v, causal=True, align="bottom_right"), 1e-4, f"sdpa call {rep}")
+        close(tt.scaled_dot_product_attention(q[0], k[0], v[0]), sdpa_ref(q[:1], k[:1], v[:1])[0], 1e-4,
+              f"sdpa 3-D call {rep}")
+    assert len(ttm._conv_cache) == 3 and len(ttm._sdpa_cache) == 2, (len(ttm._conv_cache), len(ttm._sdpa_cache))
     x, w = torch.randn(4, 6), torch.randn(2, 6)
     close(tt.linear(x, w.t().contiguous().t()), F.linear(x, w), 2e-5, "column-major weight (another key)")
     bs = torch.randn(4)[::2]  # a strided bias is copied: computed right, not cached

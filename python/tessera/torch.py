@@ -139,10 +139,7 @@ def _linear_impl(x, weight, bias, activation):
     if ent is None:
         return _linear_prepare(x, weight, bias, activation, key)
     tpl, out_shape = ent
-    dflt = _context._default
-    h = dflt._h if dflt is not None and x.device.type == "cpu" else None
-    if not h:  # CUDA, or no (or a closed) default context: the full lookup and its errors
-        h = _handle(x, "tessera::linear")
+    h = _cpu_handle(x, "tessera::linear")
     y = x.new_empty(out_shape)
     if bias is None:
         da = _addressof(tpl)
@@ -210,7 +207,43 @@ def _conv_out(size, pad0, pad1, dil, f, stride):
     return (size + pad0 + pad1 - dil * (f - 1) - 1) // stride + 1
 
 
+# Prepared conv2d descriptors, as for linear (a call with a bias patches its
+# pointer into a copy of the template).
+_conv_cache = {}
+_tsr_conv2d = L.lib.tsr_conv2d
+_Conv2dDesc = L.Conv2dDesc
+_CONV_BIAS_DATA_OFF = (L.Conv2dDesc.epilogue.offset + L.Epilogue.steps.offset + L.EpilogueStep.data.offset)
+
+
+def _cpu_handle(t, who):
+    """_handle with the default CPU context's handle read straight off it."""
+    dflt = _context._default
+    h = dflt._h if dflt is not None and t.device.type == "cpu" else None
+    return h if h else _handle(t, who)
+
+
 def _conv2d_impl(x, weight, bias, stride, padding, dilation, groups, layout, activation):
+    key = (_tlayout(x), _tlayout(weight), _tlayout(bias), tuple(stride), tuple(padding), tuple(dilation), groups,
+           layout, activation)
+    ent = _conv_cache.get(key)
+    if ent is None:
+        return _conv2d_prepare(x, weight, bias, stride, padding, dilation, groups, layout, activation, key)
+    tpl, out_shape, channels_last = ent
+    h = _cpu_handle(x, "tessera::conv2d")
+    y = x.new_empty(out_shape)
+    if bias is None:
+        da = _addressof(tpl)
+    else:
+        dc = _Conv2dDesc.from_buffer_copy(tpl)
+        da = _addressof(dc)
+        _c_void_p.from_address(da + _CONV_BIAS_DATA_OFF).value = bias.data_ptr()
+    st = _tsr_conv2d(h, da, x.data_ptr(), weight.data_ptr(), y.data_ptr())
+    if st:
+        L.check(st)
+    return y.permute(0, 3, 1, 2) if channels_last else y
+
+
+def _conv2d_prepare(x, weight, bias, stride, padding, dilation, groups, layout, activation, key):
     who = "tessera::conv2d"
     h = _handle(x, who)
     _same_device(who, x, weight=weight, bias=bias)
@@ -269,6 +302,12 @@ def _conv2d_impl(x, weight, bias, stride, padding, dilation, groups, layout, act
     else:
         y = torch.empty((n, k, p, q), dtype=x.dtype, device=x.device)
     L.check(L.lib.tsr_conv2d(h, _byref(d), xin.data_ptr(), win.data_ptr(), y.data_ptr()))
+    # kept when x, weight and bias were used as they are (no reorder, no copy)
+    if (xin.data_ptr() == x.data_ptr() and win.data_ptr() == weight.data_ptr()
+            and (bias is None or keep[0].data_ptr() == bias.data_ptr())):
+        if len(_conv_cache) >= _LINEAR_CACHE_MAX:
+            _conv_cache.clear()
+        _conv_cache[key] = (d, tuple(y.shape), channels_last)
     return y.permute(0, 3, 1, 2) if channels_last else y
 
 
@@ -281,9 +320,32 @@ def _bhsd(t):
     return t, st[:3]
 
 
+# Prepared attention descriptors for calls without a mask (the descriptor
+# then holds no pointer and a template is shared as it is).
+_sdpa_cache = {}
+_tsr_attention = L.lib.tsr_attention
+
+
 def _sdpa_impl(q, k, v, attn_mask, is_causal, scale, causal_align):
+    key = None
+    if attn_mask is None:
+        key = (_tlayout(q), _tlayout(k), _tlayout(v), is_causal, scale, causal_align)
+        ent = _sdpa_cache.get(key)
+        if ent is not None:
+            tpl, o_shape, squeeze = ent
+            h = _cpu_handle(q, "tessera::scaled_dot_product_attention")
+            o = q.new_empty(o_shape)
+            st = _tsr_attention(h, _addressof(tpl), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+            if st:
+                L.check(st)
+            return o[0] if squeeze else o
+    return _sdpa_prepare(q, k, v, attn_mask, is_causal, scale, causal_align, key)
+
+
+def _sdpa_prepare(q, k, v, attn_mask, is_causal, scale, causal_align, key):
     who = "tessera::scaled_dot_product_attention"
     h = _handle(q, who)
+    q_in, k_in, v_in = q, k, v
     _same_device(who, q, k=k, v=v, attn_mask=attn_mask)
     qc = _code(q, "q", who)
     if k.dtype != q.dtype or v.dtype != q.dtype:
@@ -337,6 +399,12 @@ def _sdpa_impl(q, k, v, attn_mask, is_causal, scale, causal_align):
         d.mask_dtype = _DT[mask.dtype]
         d.mask_strides[:] = mask.stride()[:3]
     L.check(L.lib.tsr_attention(h, _byref(d), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()))
+    # kept when q, k and v were used as they are (no copy)
+    if (key is not None and q.data_ptr() == q_in.data_ptr() and k.data_ptr() == k_in.data_ptr()
+            and v.data_ptr() == v_in.data_ptr()):
+        if len(_sdpa_cache) >= _LINEAR_CACHE_MAX:
+            _sdpa_cache.clear()
+        _sdpa_cache[key] = (d, tuple(o.shape), squeeze)
     return o[0] if squeeze else o
 
 
@@ -357,10 +425,7 @@ def _norm_impl(op, x, normalized_shape, weight, bias, eps):
     tpl = _norm_cache.get(key)
     if tpl is None:
         return _norm_prepare(op, x, normalized_shape, weight, bias, eps, key)
-    dflt = _context._default
-    h = dflt._h if dflt is not None and x.device.type == "cpu" else None
-    if not h:
-        h = _handle(x, f"tessera::{op}")
+    h = _cpu_handle(x, f"tessera::{op}")
     y = x.new_empty(x.shape)
     gp = weight.data_ptr() if weight is not None else None
     if op == "layer_norm":
