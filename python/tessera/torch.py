@@ -20,6 +20,11 @@ not require grad).
 Tensors are passed by pointer and strides: transposed weights, padded rows,
 channels_last activations and heads sliced out of a packed projection are
 used in place; only layouts the C ABI cannot express are copied.
+
+Per-call cost: the wrappers below call the kernels directly on plain eager
+tensors (torch.ops.tessera.* goes through torch's dispatcher), and a call
+whose shapes, strides, dtypes and options were seen before reuses the
+descriptor prepared then (bridges/bench_overhead.py measures both).
 """
 
 import ctypes
