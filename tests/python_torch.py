@@ -4,7 +4,7 @@ PyTorch's own kernels, op by op and in two small models built here: an MLP
 block and a pre-LN transformer block (attention + layer norm + MLP), on CPU
 tensors (and on CUDA tensors when both PyTorch and Tessera have CUDA and a
 GPU is present); the wrappers' direct path against the dispatcher, and the
-descriptor cache of linear. Per-call overhead is measured by
+descriptor caches; gradients of every op against PyTorch's. Per-call overhead is measured by
 bridges/bench_overhead.py, not here. Exits 77 (meson: skipped) with a SKIP line when torch is absent.
 """
 
@@ -299,6 +299,78 @@ def transformer_block():
     x = torch.randn(2, 13, 64)
     with torch.no_grad():
         close(blk.tessera(x), blk(x), 2e-4, "transformer block f32 (GQA 8/2, causal)")
+
+
+def grads(f, inputs, seed_out=None):
+    """d(sum(f() * r))/d(inputs) for a fixed random r (so every output matters)."""
+    y = f()
+    r = seed_out if seed_out is not None else torch.randn(y.shape, generator=torch.Generator().manual_seed(7))
+    return torch.autograd.grad((y.float() * r).sum(), inputs, allow_unused=True), r
+
+
+@test
+def autograd():
+    """Gradients through the wrappers and through torch.ops.tessera.*
+    against PyTorch's own ops; linear's backward runs on Tessera."""
+    torch.manual_seed(3)
+    for act, f in ACTS.items():
+        x = torch.randn(2, 5, 7, requires_grad=True)
+        w, b = torch.randn(4, 7, requires_grad=True), torch.randn(4, requires_grad=True)
+        ref, r = grads(lambda: f(F.linear(x, w, b)), (x, w, b))
+        for label, call in (("tessera.torch.linear", lambda: tt.linear(x, w, b, act)),
+                            ("torch.ops.tessera.linear", lambda: torch.ops.tessera.linear(x, w, b, act))):
+            got, _ = grads(call, (x, w, b), r)
+            for name, g, want in zip("xwb", got, ref):
+                close(g, want, 1e-4, f"{label} {act}: d{name}")
+    tessera.set_default_context(tessera.Context("cpu"))  # a fresh context: last_kernel of this thread
+    x = torch.randn(6, 7, requires_grad=True)
+    w = torch.randn(3, 7)  # no gradient for w: only dx is computed
+    gx, = torch.autograd.grad(tt.linear(x, w).sum(), (x,))
+    assert tessera.last_kernel().startswith("gemm."), tessera.last_kernel()
+    close(gx, torch.ones(6, 3) @ w, 1e-5, "dx only")
+    # conv2d: padding, stride, dilation, groups, both layouts, fused relu
+    x = torch.randn(2, 4, 9, 8, requires_grad=True)
+    w, b = torch.randn(6, 2, 3, 3, requires_grad=True), torch.randn(6, requires_grad=True)
+    ref, r = grads(lambda: F.relu(F.conv2d(F.pad(x, (0, 3, 2, 1)), w, b, 2, 0, 1, 2)), (x, w, b))
+    got, _ = grads(lambda: tt.conv2d(x, w, b, stride=2, padding=(2, 1, 0, 3), groups=2, activation="relu"),
+                   (x, w, b), r)
+    for name, g, want in zip("xwb", got, ref):
+        close(g, want, 1e-4, f"conv2d NCHW: d{name}")
+    xh = x.detach().permute(0, 2, 3, 1).contiguous().requires_grad_()
+    wh = w.detach().permute(0, 2, 3, 1).contiguous().requires_grad_()
+    ref, r = grads(lambda: F.conv2d(xh.permute(0, 3, 1, 2), wh.permute(0, 3, 1, 2), None, 1, 1, 2, 2)
+                   .permute(0, 2, 3, 1), (xh, wh))
+    got, _ = grads(lambda: tt.conv2d(xh, wh, None, padding=1, dilation=2, groups=2, layout="NHWC"), (xh, wh), r)
+    for name, g, want in zip("xw", got, ref):
+        close(g, want, 1e-4, f"conv2d NHWC: d{name}")
+    # attention: GQA, both causal alignments, a boolean mask
+    q = torch.randn(2, 4, 5, 8, requires_grad=True)
+    k, v = torch.randn(2, 2, 7, 8, requires_grad=True), torch.randn(2, 2, 7, 8, requires_grad=True)
+    mask = torch.rand(5, 7) > 0.2
+    mask[:, 0] = True  # no fully masked row: its gradient is zero by convention only
+    for align in ("top_left", "bottom_right"):
+        ref, r = grads(lambda: sdpa_ref(q, k, v, mask, True, 0.3, align), (q, k, v))
+        got, _ = grads(lambda: tt.scaled_dot_product_attention(q, k, v, mask, True, 0.3, align), (q, k, v), r)
+        for name, g, want in zip("qkv", got, ref):
+            close(g, want, 1e-4, f"sdpa {align}: d{name}")
+    # the norms
+    x = torch.randn(3, 4, 16, requires_grad=True)
+    g_, b_ = torch.randn(16, requires_grad=True), torch.randn(16, requires_grad=True)
+    ref, r = grads(lambda: F.layer_norm(x, (16,), g_, b_), (x, g_, b_))
+    got, _ = grads(lambda: torch.ops.tessera.layer_norm(x, [16], g_, b_, 1e-5), (x, g_, b_), r)
+    for name, g, want in zip(["x", "weight", "bias"], got, ref):
+        close(g, want, 1e-4, f"layer_norm: d{name}")
+    ref, r = grads(lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g_, (x, g_))
+    got, _ = grads(lambda: tt.rms_norm(x, 16, g_, 1e-6), (x, g_), r)
+    for name, g, want in zip(["x", "weight"], got, ref):
+        close(g, want, 1e-4, f"rms_norm: d{name}")
+    # one training step of the MLP block: the same parameter gradients
+    m = MLP(24, 48)
+    xb = torch.randn(4, 3, 24)
+    want = torch.autograd.grad(m(xb).pow(2).sum(), list(m.parameters()))
+    got = torch.autograd.grad(m.tessera(xb).pow(2).sum(), list(m.parameters()))
+    for (name, _), g, w_ in zip(m.named_parameters(), got, want):
+        close(g, w_, 1e-3, f"MLP block: d{name}")
 
 
 @test

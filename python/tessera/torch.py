@@ -13,9 +13,15 @@ CUDA backend is built and a GPU is present; a CUDA call runs on
 torch.cuda.current_stream() through a Context per (device, stream)), plus
 shape-only ("fake"/Meta) kernels for tracing. torch >= 2.4 registers through
 torch.library.custom_op; older versions (1.13 ...) through
-torch.library.Library + impl. Forward only: there is no autograd formula,
-so call them under torch.no_grad() / inference_mode (or on tensors that do
-not require grad).
+torch.library.Library + impl.
+
+Autograd (tessera/_torch_autograd.py): the wrappers below record a
+backward when an input needs a gradient, on every torch version, and so
+does torch.ops.tessera.* on the Library path (1.13 ...: an Autograd-key
+kernel); torch.library.custom_op's ops (torch >= 2.4) have no formula
+registered. linear's backward runs on Tessera's GEMM; the others
+differentiate a recomputation in PyTorch's ops (Tessera has no backward
+kernels).
 
 Tensors are passed by pointer and strides: transposed weights, padded rows,
 channels_last activations and heads sliced out of a packed projection are
@@ -35,6 +41,7 @@ import torch
 
 from . import _context
 from . import _lib as L
+from . import _torch_autograd as _ad
 from ._context import Context, default_context
 
 __all__ = ["linear", "conv2d", "scaled_dot_product_attention", "layer_norm", "rms_norm", "REGISTRATION"]
@@ -567,7 +574,32 @@ def _register():
             _library.impl(name, fake, "Meta")
         except (RuntimeError, TypeError, ValueError):  # very old torch: no Python Meta kernels
             pass
+        try:  # torch.ops.tessera.* differentiable too (torch.library's custom_op path has no formula)
+            _library.impl(name, _autograd_kernel(name), "Autograd")
+        except (RuntimeError, TypeError, ValueError):
+            pass
     REGISTRATION = "Library"
+
+
+def _autograd_kernel(name):
+    """The Autograd-key kernel of torch.ops.tessera.<name>: a recorded call
+    when an input needs a gradient, else straight to the kernels below."""
+    op = []  # torch.ops.tessera.<name>, looked up on first use (it exists once defined)
+    guard = _ad._Guard
+
+    def kernel(*args):
+        if _is_grad_enabled():
+            for a in args:
+                if type(a) is not list and isinstance(a, _Tensor) and a.requires_grad:
+                    return _ad.apply(name, *args)
+        if not op:
+            op.append(getattr(torch.ops.tessera, name))
+        g = guard()  # dispatch below Autograd while it lives (torch 1.13's RAII guard)
+        try:
+            return op[0](*args)
+        finally:
+            del g
+    return kernel
 
 
 try:
@@ -627,6 +659,8 @@ def linear(x, weight, bias=None, activation="none"):
     torch.nn.functional.linear."""
     if _direct(x, weight, bias):
         return _linear_impl(x, weight, bias, activation)
+    if _ad.needs_grad(x, weight, bias):
+        return _ad.apply("linear", x, weight, bias, activation)
     return torch.ops.tessera.linear(x, weight, bias, activation)
 
 
@@ -653,6 +687,8 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, layo
             padding = [padding[0], padding[0], padding[1], padding[1]]
     if _direct(x, weight, bias):
         return _conv2d_impl(x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
+    if _ad.needs_grad(x, weight, bias):
+        return _ad.apply("conv2d", x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
     return torch.ops.tessera.conv2d(x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
 
 
@@ -662,6 +698,8 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
     for FlashAttention's diagonal when seq_q != seq_kv."""
     if _direct(q, k, v, attn_mask):
         return _sdpa_impl(q, k, v, attn_mask, bool(is_causal), scale, causal_align)
+    if _ad.needs_grad(q, k, v, attn_mask):
+        return _ad.apply("scaled_dot_product_attention", q, k, v, attn_mask, bool(is_causal), scale, causal_align)
     return torch.ops.tessera.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale,
                                                           causal_align)
 
@@ -672,6 +710,8 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
         normalized_shape = [normalized_shape]
     if _direct(x, weight, bias):
         return _layer_norm_impl(x, list(normalized_shape), weight, bias, eps)
+    if _ad.needs_grad(x, weight, bias):
+        return _ad.apply("layer_norm", x, list(normalized_shape), weight, bias, eps)
     return torch.ops.tessera.layer_norm(x, list(normalized_shape), weight, bias, eps)
 
 
@@ -681,4 +721,6 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
         normalized_shape = [normalized_shape]
     if _direct(x, weight):
         return _rms_norm_impl(x, list(normalized_shape), weight, eps)
+    if _ad.needs_grad(x, weight):
+        return _ad.apply("rms_norm", x, list(normalized_shape), weight, eps)
     return torch.ops.tessera.rms_norm(x, list(normalized_shape), weight, eps)
