@@ -3,15 +3,20 @@
  *
  * DLPack (https://github.com/dmlc/dlpack) is the tensor-exchange struct that
  * NumPy, PyTorch, JAX, CuPy and TVM speak. This header uses the real
- * <dlpack/dlpack.h> (DLPack >= 0.6, e.g. Debian's libdlpack-dev) when it was
- * included first or when the compiler can find it; otherwise, or when
+ * <dlpack/dlpack.h> (DLPack >= 0.6, e.g. Debian's libdlpack-dev 0.6) when it
+ * was included first or when the compiler can find it; otherwise, or when
  * TSR_DLPACK_OWN_DECLARATIONS is defined, it declares the same structs
- * itself, laid out exactly as in DLPack v0.8 (DLDevice, DLDataType, DLTensor,
- * DLManagedTensor; the DLTensor ABI has not changed since v0.6 and is the one
- * inside v1.x's DLManagedTensorVersioned). It then defines DLPACK_DLPACK_H_
- * so that a later #include <dlpack/dlpack.h> is skipped rather than
- * redefining the structs; code that needs DLPack 1.x types must include
- * <dlpack/dlpack.h> first.
+ * itself, laid out exactly as in DLPack (DLDevice, DLDataType, DLTensor,
+ * DLManagedTensor; the DLTensor ABI has not changed since v0.6) and defines
+ * DLPACK_DLPACK_H_ so that a later #include <dlpack/dlpack.h> is skipped
+ * rather than redefining the structs.
+ *
+ * DLPack 1.x: when the DLPack header in use predates 1.0 (no
+ * DLPACK_MAJOR_VERSION, as Debian's 0.6), this header adds v1.0's
+ * DLPackVersion, DLManagedTensorVersioned and DLPACK_FLAG_BITMASK_* with
+ * v1.0's layout and defines DLPACK_MAJOR_VERSION 1 / DLPACK_MINOR_VERSION 0,
+ * so code written for DLPack 1.0 compiles against either header. A real
+ * DLPack >= 1.0 header is used as it is.
  *
  * Conventions of the helpers below:
  *  - They look only at the DLTensor (no context, no device memory access);
@@ -117,6 +122,41 @@ typedef struct DLManagedTensor {
 
 #endif /* DLPACK_DLPACK_H_ */
 
+/* DLPack 1.0's versioned managed tensor, for headers older than 1.0
+ * (field for field as dlpack.h v1.0; the version and flags come first so
+ * that a consumer can read them before anything else). */
+#ifndef DLPACK_MAJOR_VERSION
+#define TSR_DLPACK_VERSIONED_DECLARED_HERE 1
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 0
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    uint32_t major;
+    uint32_t minor;
+} DLPackVersion;
+
+/* The data must not be written (a consumer refuses it as an output). */
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+/* The producer copied the data to export it (writes would not reach the source). */
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;
+    void *manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned *self);
+    uint64_t flags;
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* DLPACK_MAJOR_VERSION */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -135,6 +175,20 @@ extern "C" {
  */
 TSR_API tsr_status tsr_tensor_desc_from_dlpack(const DLTensor *tensor, tsr_tensor_desc *out,
                                                void **data_out);
+
+/*
+ * The DLTensor of a DLPack 1.x managed tensor, checked the way the DLPack
+ * 1.0 protocol asks a consumer to: a NULL tensor or a major version other
+ * than DLPACK_MAJOR_VERSION (1) is refused (TSR_ERR_NOT_SUPPORTED, naming
+ * both versions: the layout after the version may differ), and when
+ * `writable` is non-zero (the tensor is an op's output) a tensor flagged
+ * DLPACK_FLAG_BITMASK_READ_ONLY is TSR_ERR_INVALID_ARGUMENT. `name` (may be
+ * NULL) names the argument in the message. Minor versions are accepted
+ * (they only add fields and flags). *tensor_out receives &m->dl_tensor; pass
+ * it to the functions below. The deleter is not called: the caller owns m.
+ */
+TSR_API tsr_status tsr_dlpack_versioned_tensor(const DLManagedTensorVersioned *m, int writable, const char *name,
+                                               const DLTensor **tensor_out);
 
 /*
  * Fills the shape fields of d for C = op(A) op(B) from DLTensors given as

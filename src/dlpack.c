@@ -413,6 +413,33 @@ tsr_status tsr_gemm_desc_from_dlpack(const DLTensor *a, const DLTensor *b, const
     return TSR_OK;
 }
 
+/* ------------------------------------------------------- DLPack 1.x */
+
+tsr_status tsr_dlpack_versioned_tensor(const DLManagedTensorVersioned *m, int writable, const char *name,
+                                       const DLTensor **tensor_out) {
+    static const char who[] = "dlpack_versioned_tensor";
+    const char *nm = name ? name : "tensor";
+    if (!tensor_out) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "%s: tensor_out is NULL", who);
+    *tensor_out = NULL;
+    if (!m) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "%s: %s is NULL", who, nm);
+    /* Only the version is known to sit where we read it in a foreign major
+     * version; nothing after it may be touched. */
+    if (m->version.major != DLPACK_MAJOR_VERSION)
+        return tsr_fail(TSR_ERR_NOT_SUPPORTED,
+                        "%s: %s is a DLPack %u.%u tensor; this library reads DLPack %d.x (ask the producer for "
+                        "max_version=(%d, %d))",
+                        who, nm, (unsigned)m->version.major, (unsigned)m->version.minor, DLPACK_MAJOR_VERSION,
+                        DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
+    if (writable && (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                        "%s: %s is flagged read-only by its producer (DLPACK_FLAG_BITMASK_READ_ONLY) and cannot "
+                        "be an output",
+                        who, nm);
+    *tensor_out = &m->dl_tensor;
+    tsr_clear_error();
+    return TSR_OK;
+}
+
 /* ---------------------------------------------------------------- devices */
 
 tsr_status tsr_dlpack_device_matches(const tsr_context *ctx, DLDevice device) {

@@ -2,10 +2,12 @@
 """The Python package (python/tessera) against NumPy references computed in
 float64: gemm, conv2d, attention, softmax, layer_norm, rms_norm and chains
 on awkward shapes (1, primes), transposed and strided views, batches, every
-dtype; __dlpack__ inputs (NumPy's own and a hand-made bfloat16 capsule);
+dtype; __dlpack__ inputs (NumPy's own, a hand-made bfloat16 capsule, DLPack 1.x
+versioned capsules with their read-only flag and version checks);
 errors as TesseraError subclasses carrying the library's message; the
-ctypes layout check; `python -m tessera info`; and the per-call overhead of
-a tiny gemm, printed (never asserted).
+ctypes layout check; `python -m tessera info`; the descriptor cache of
+repeated gemm calls. Per-call overhead is measured by
+bridges/bench_overhead.py, not here.
 
 Run with /usr/bin/python3 (Debian's NumPy) and TESSERA_LIBRARY pointing at
 the built libtessera.so; meson does both (tests/meson.build).
@@ -16,7 +18,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -584,6 +585,145 @@ def dlpack_inputs():
            tessera.gemm, HandMadeDLPack(np.zeros(4, np.float32), (2, 2), None, 2, 32, device=(2, 0)), b)
 
 
+_vdeleted = []
+_VDELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+@_VDELETER
+def _record_vdelete(ptr):
+    _vdeleted.append(ptr)
+
+
+_producers = []
+
+
+class VersionedDLPack:
+    """A DLPack 1.x producer written here: __dlpack__(max_version=...) gives a
+    "dltensor_versioned" capsule (version, flags as given), an older request
+    the legacy capsule of the same memory; `asked` records max_version."""
+
+    def __init__(self, buf, dtype_code=2, bits=32, flags=0, version=(1, 0), name=b"dltensor_versioned"):
+        self.buf, self.asked, self.name = buf, [], name
+        _producers.append(self)  # a producer's tensor lives until its deleter runs; here: until exit
+        self.shape = (ctypes.c_int64 * buf.ndim)(*buf.shape)
+        self.strides = (ctypes.c_int64 * buf.ndim)(*(s // buf.itemsize for s in buf.strides))
+        self.v = L.DLManagedTensorVersioned()
+        self.v.version = L.DLPackVersion(*version)
+        self.v.flags = flags
+        self.v.deleter = ctypes.cast(_record_vdelete, type(self.v.deleter))
+        self.legacy = L.DLManagedTensor()
+        self.legacy.deleter = ctypes.cast(_record_delete, type(self.legacy.deleter))
+        for t in (self.v.dl_tensor, self.legacy.dl_tensor):
+            t.data = buf.ctypes.data
+            t.device = L.DLDevice(1, 0)
+            t.ndim = buf.ndim
+            t.dtype = L.DLDataType(dtype_code, bits, 1)
+            t.shape = self.shape
+            t.strides = self.strides
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        self.asked.append(max_version)
+        if max_version is None or max_version[0] < 1:
+            return _capsule_new(ctypes.addressof(self.legacy), b"dltensor", None)
+        return _capsule_new(ctypes.addressof(self.v), self.name, None)
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+@test
+def dlpack_versioned():
+    import gc
+    a, b = rand(5, 3), rand(3, 4)
+    want = a.astype(F64) @ b.astype(F64)
+    va, vb = VersionedDLPack(a), VersionedDLPack(b, flags=L.DLPACK_FLAG_READ_ONLY)
+    gc.collect()
+    n_v, n_l = len(_vdeleted), len(_deleted)
+    close(tessera.gemm(va, vb), want, 1e-5, "gemm of DLPack 1.x tensors (b read-only: an input)")
+    assert va.asked == [(1, 0)] and vb.asked == [(1, 0)], (va.asked, vb.asked)
+    gc.collect()
+    assert len(_vdeleted) == n_v + 2 and len(_deleted) == n_l, \
+        f"versioned deleters ran {len(_vdeleted) - n_v} times (want 2), legacy {len(_deleted) - n_l} (want 0)"
+    # an output: written in place when writable ...
+    cbuf = np.ones((5, 4), np.float32)
+    vc = VersionedDLPack(cbuf)
+    out = tessera.gemm(a, b, c=vc, beta=2.0)
+    close(cbuf, want + 2.0, 1e-5, "c= a writable DLPack 1.x tensor, written in place")
+    assert out.ctypes.data == cbuf.ctypes.data, "the result is not a view of the producer's memory"
+    del out
+    # ... refused by name when its producer flags it read-only, and left untouched
+    ro = np.full((5, 4), 7.0, np.float32)
+    vro = VersionedDLPack(ro, flags=L.DLPACK_FLAG_READ_ONLY)
+    gc.collect()
+    n_v = len(_vdeleted)
+    raises(tessera.InvalidArgumentError, ["gemm: dlpack_versioned_tensor: c is flagged read-only by its producer",
+                                          "cannot be an output"], tessera.gemm, a, b, c=vro, beta=1.0)
+    raises(tessera.InvalidArgumentError, ["chain: dlpack_versioned_tensor: out is flagged read-only"],
+           tessera.chain(a).exp().run, VersionedDLPack(np.zeros((5, 3), np.float32),
+                                                        flags=L.DLPACK_FLAG_READ_ONLY))
+    assert (ro == 7.0).all(), "a read-only output was written"
+    gc.collect()
+    assert len(_vdeleted) == n_v, "a refused versioned capsule must be left to its own destructor"
+    # as an input it comes back read-only, so nothing downstream writes it
+    arr, _ = tessera._arrays.from_dlpack(VersionedDLPack(ro, flags=L.DLPACK_FLAG_READ_ONLY), "x", "test")
+    assert not arr.flags.writeable and (arr == 7.0).all()
+    del arr
+    # bfloat16 through a versioned capsule (NumPy has no bfloat16)
+    bits = tessera.to_bf16(a)
+    close(tessera.gemm(VersionedDLPack(bits, 4, 16), VersionedDLPack(tessera.to_bf16(b), 4, 16),
+                       out_dtype="f32"), tessera.from_bf16(bits).astype(F64) @ tessera.from_bf16(
+                           tessera.to_bf16(b)), 1e-5, "bf16 DLPack 1.x tensors")
+    # a major version this package does not know: refused, naming both
+    raises(tessera.NotSupportedError, ["gemm: dlpack_versioned_tensor: a is a DLPack 2.0 tensor", "DLPack 1.x"],
+           tessera.gemm, VersionedDLPack(a, version=(2, 0)), b)
+    # a later minor version only adds: accepted
+    close(tessera.gemm(VersionedDLPack(a, version=(1, 7)), b), want, 1e-5, "DLPack 1.7 tensor")
+    raises(tessera.InvalidArgumentError, ["gemm: b.__dlpack__() returned a capsule named b'used_dltensor'"],
+           tessera.gemm, a, VersionedDLPack(b, name=b"used_dltensor"))
+    # a producer from before DLPack 1.0 (no max_version keyword) gets the legacy call
+    legacy_calls = []
+
+    class OldProducer(OnlyDLPack):
+        def __dlpack__(self, stream=None):
+            legacy_calls.append(stream)
+            return super().__dlpack__(stream)
+
+    close(tessera.gemm(OldProducer(a), b), want, 1e-5, "pre-1.0 producer")
+    assert legacy_calls, "the legacy __dlpack__() was never called"
+    gc.collect()
+
+
+@test
+def repeated_calls_reuse_descriptors():
+    """The descriptor cache of tessera.gemm: every repeated call computes
+    with its own data, bias and the current default context."""
+    from tessera import _ops
+    _ops._gemm_cache.clear()
+    shapes = [(3, 5, 4), (1, 7, 2)]
+    for m, k, n in shapes:
+        for bias_on, act in ((False, None), (True, None), (True, "relu"), (False, "gelu")):
+            for rep in range(3):  # the first call builds, the next two hit the cache
+                a, b, bias = rand(m, k), rand(k, n), rand(n)
+                want = a.astype(F64) @ b.astype(F64) + (bias if bias_on else 0)
+                got = tessera.gemm(a, b, bias=bias if bias_on else None, activation=act)
+                close(got, act_ref(want, act), 1e-5, f"{m}x{k}x{n} bias={bias_on} {act} call {rep}")
+    assert len(_ops._gemm_cache) == 2 * 4, f"{len(_ops._gemm_cache)} cached descriptors, want 8"
+    # a transposed view (another key) and a strided bias (copied, so not kept)
+    a, b = rand(5, 3), rand(3, 4)
+    for rep in range(2):
+        bias = rand(8)[::2]
+        close(tessera.gemm(a.T, b, trans_a=True, bias=bias), a.astype(F64) @ b + bias, 1e-5, "strided bias")
+    # the default context of the moment, not the one of the first call
+    prev = tessera._context._default
+    tessera.set_default_context(tessera.Context("cpu", reference_only=True))
+    try:
+        close(tessera.gemm(a, b), a.astype(F64) @ b, 1e-5, "cached call, reference-only context")
+        assert tessera.last_kernel().startswith("gemm.ref"), tessera.last_kernel()
+    finally:
+        tessera.set_default_context(prev)
+    close(tessera.gemm(a, b), a.astype(F64) @ b, 1e-5, "after the context switch")
+
+
 # ------------------------------------------------------- contexts, errors, info
 
 @test
@@ -638,50 +778,6 @@ def module_info():
     print("  " + out.strip().replace("\n", "\n  "))
 
 
-def overhead():
-    """Per-call cost of a 2x2x2 gemm through tessera.gemm, against the same
-    call made with a prebuilt descriptor (ctypes + the C library) and an
-    empty ctypes call: printed, not asserted."""
-    a = np.ones((2, 2), np.float32)
-    n = 10000
-
-    def per_call(f):
-        for _ in range(200):
-            f()
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            best = min(best, (time.perf_counter() - t0) / n * 1e6)
-        return best
-
-    results = []
-    for label, ctx in (("default context (all cores)", None), ("1-thread context", tessera.Context("cpu", threads=1))):
-        prev = tessera._context._default
-        if ctx is not None:
-            tessera.set_default_context(ctx)
-        try:
-            t_api = per_call(lambda: tessera.gemm(a, a))
-            d = L.GemmDesc()
-            L.lib.tsr_gemm_desc_init(ctypes.byref(d))
-            d.m = d.n = d.k = 2
-            out = np.empty((2, 2), np.float32)
-            h, da, pa, po = tessera.default_context().handle, ctypes.addressof(d), a.ctypes.data, out.ctypes.data
-            f = L.lib.tsr_gemm
-            t_raw = per_call(lambda: f(h, da, pa, pa, po))
-        finally:
-            tessera.set_default_context(prev)
-        results.append((label, t_api, t_raw))
-    t_nop = per_call(L.lib.tsr_version)
-    cpu = tessera.default_context().info()["device_name"]
-    print(f"  per-call overhead, 2x2x2 f32 gemm, {n} calls (best of 3), on {cpu}:")
-    for label, t_api, t_raw in results:
-        print(f"    {label}: tessera.gemm {t_api:.2f} us/call; prebuilt desc via ctypes {t_raw:.2f} us; "
-              f"the Python bridge adds {t_api - t_raw:.2f} us")
-    print(f"    an empty ctypes call (tsr_version): {t_nop:.2f} us")
-
-
 def main():
     print(f"python_api: {tessera.library_path} (tessera {tessera.version()}), numpy {np.__version__}, "
           f"{sys.executable}")
@@ -694,7 +790,6 @@ def main():
             failed += 1
             print(f"FAIL {t.__name__}")
             traceback.print_exc(file=sys.stdout)
-    overhead()
     print(f"python_api: {len(TESTS) - failed} of {len(TESTS)} passed")
     return 1 if failed else 0
 

@@ -3,14 +3,14 @@
 PyTorch's own kernels, op by op and in two small models built here: an MLP
 block and a pre-LN transformer block (attention + layer norm + MLP), on CPU
 tensors (and on CUDA tensors when both PyTorch and Tessera have CUDA and a
-GPU is present). Prints the per-call overhead of a tiny tessera linear next
-to torch's. Exits 77 (meson: skipped) with a SKIP line when torch is absent.
+GPU is present); the wrappers' direct path against the dispatcher, and the
+descriptor caches; gradients of every op against PyTorch's. Per-call overhead is measured by
+bridges/bench_overhead.py, not here. Exits 77 (meson: skipped) with a SKIP line when torch is absent.
 """
 
 import math
 import os
 import sys
-import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -100,6 +100,81 @@ def linear_vs_torch():
     close(tt.linear(x[..., ::2, :], wt), F.linear(x[..., ::2, :], wt), 2e-5, "strided rows")
     expect_error(["tessera::linear: weight (9, 11) must be (out_features, 12)"], tt.linear, x, torch.randn(9, 11))
     expect_error(["tessera::linear: x has dtype torch.float64"], tt.linear, x.double(), wt.double())
+
+
+@test
+def direct_calls_and_the_dispatcher():
+    """tessera.torch's wrappers call the kernel straight on plain eager
+    tensors and go through torch.ops.tessera.* otherwise (a dispatch mode,
+    tensors autograd would record); both give the same values, and the
+    descriptor cache of linear computes each call with its own data."""
+    from tessera import torch as ttm
+    ttm._linear_cache.clear()
+    for rep in range(3):
+        for bias_on in (False, True):
+            x, w, b = torch.randn(5, 7), torch.randn(3, 7), torch.randn(3)
+            bb = b if bias_on else None
+            want = F.linear(x, w, bb)
+            close(tt.linear(x, w, bb), want, 2e-5, f"linear call {rep} bias={bias_on}")
+            close(torch.ops.tessera.linear(x, w, bb, "none"), want, 2e-5, f"torch.ops.tessera.linear {rep}")
+    assert len(ttm._linear_cache) == 2, f"{len(ttm._linear_cache)} cached linear descriptors, want 2"
+    ttm._norm_cache.clear()
+    for rep in range(3):
+        x, g, b = torch.randn(3, 5, 8), torch.randn(8), torch.randn(8)
+        close(tt.layer_norm(x, (8,), g, b), F.layer_norm(x, (8,), g, b), 1e-5, f"layer_norm call {rep}")
+        close(tt.rms_norm(x, (8,), g, 1e-6), x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g, 1e-5,
+              f"rms_norm call {rep}")
+        xs = torch.randn(3, 5, 16)[..., ::2]  # copied to rows: computed right, not kept
+        close(tt.layer_norm(xs, (8,), g, b), F.layer_norm(xs, (8,), g, b), 1e-5, f"strided layer_norm {rep}")
+    assert len(ttm._norm_cache) == 2, f"{len(ttm._norm_cache)} cached norm descriptors, want 2"
+    ttm._conv_cache.clear()
+    ttm._sdpa_cache.clear()
+    for rep in range(3):
+        x, w, b = torch.randn(2, 3, 7, 6), torch.randn(4, 3, 3, 3), torch.randn(4)
+        close(tt.conv2d(x, w, b, padding=1), F.conv2d(x, w, b, padding=1), 1e-4, f"conv2d NCHW call {rep}")
+        xcl = x.contiguous(memory_format=torch.channels_last)
+        wcl = w.contiguous(memory_format=torch.channels_last)
+        close(tt.conv2d(xcl, wcl, None, stride=2), F.conv2d(x, w, None, stride=2), 1e-4,
+              f"conv2d channels_last call {rep}")
+        close(tt.conv2d(x.permute(0, 2, 3, 1).contiguous(), w.permute(0, 2, 3, 1).contiguous(), b, layout="NHWC"),
+              F.conv2d(x, w, b).permute(0, 2, 3, 1), 1e-4, f"conv2d NHWC call {rep}")
+        q, k, v = torch.randn(2, 4, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8)
+        close(tt.scaled_dot_product_attention(q, k, v, is_causal=True, causal_align="bottom_right"),
+              sdpa_ref(q, k, v, causal=True, align="bottom_right"), 1e-4, f"sdpa call {rep}")
+        close(tt.scaled_dot_product_attention(q[0], k[0], v[0]), sdpa_ref(q[:1], k[:1], v[:1])[0], 1e-4,
+              f"sdpa 3-D call {rep}")
+    assert len(ttm._conv_cache) == 3 and len(ttm._sdpa_cache) == 2, (len(ttm._conv_cache), len(ttm._sdpa_cache))
+    x, w = torch.randn(4, 6), torch.randn(2, 6)
+    close(tt.linear(x, w.t().contiguous().t()), F.linear(x, w), 2e-5, "column-major weight (another key)")
+    bs = torch.randn(4)[::2]  # a strided bias is copied: computed right, not cached
+    close(tt.linear(x, w, bs), F.linear(x, w, bs), 2e-5, "strided bias")
+    close(tt.linear(x, w, bs), F.linear(x, w, bs), 2e-5, "strided bias, again")
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError:
+        print("  SKIP dispatch-mode check: no TorchDispatchMode in this torch")
+        return
+    seen = []
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Record():
+        close(tt.linear(x, w), F.linear(x, w), 2e-5, "linear under a dispatch mode")
+        tt.layer_norm(x, (6,))
+    assert any("tessera.linear" in s for s in seen) and any("tessera.layer_norm" in s for s in seen), \
+        f"under a dispatch mode the ops must go through the dispatcher; the mode saw {seen}"
+    with torch.no_grad():
+        seen.clear()
+        tt.linear(x, w)
+    assert not seen, seen
+    xg = x.clone().requires_grad_()
+    direct = ttm._direct(xg, w)
+    with torch.no_grad():
+        assert ttm._direct(xg, w), "under no_grad a requires_grad tensor needs no autograd record"
+    assert not direct, "with grad enabled a requires_grad input must go through the dispatcher"
 
 
 @test
@@ -226,6 +301,78 @@ def transformer_block():
         close(blk.tessera(x), blk(x), 2e-4, "transformer block f32 (GQA 8/2, causal)")
 
 
+def grads(f, inputs, seed_out=None):
+    """d(sum(f() * r))/d(inputs) for a fixed random r (so every output matters)."""
+    y = f()
+    r = seed_out if seed_out is not None else torch.randn(y.shape, generator=torch.Generator().manual_seed(7))
+    return torch.autograd.grad((y.float() * r).sum(), inputs, allow_unused=True), r
+
+
+@test
+def autograd():
+    """Gradients through the wrappers and through torch.ops.tessera.*
+    against PyTorch's own ops; linear's backward runs on Tessera."""
+    torch.manual_seed(3)
+    for act, f in ACTS.items():
+        x = torch.randn(2, 5, 7, requires_grad=True)
+        w, b = torch.randn(4, 7, requires_grad=True), torch.randn(4, requires_grad=True)
+        ref, r = grads(lambda: f(F.linear(x, w, b)), (x, w, b))
+        for label, call in (("tessera.torch.linear", lambda: tt.linear(x, w, b, act)),
+                            ("torch.ops.tessera.linear", lambda: torch.ops.tessera.linear(x, w, b, act))):
+            got, _ = grads(call, (x, w, b), r)
+            for name, g, want in zip("xwb", got, ref):
+                close(g, want, 1e-4, f"{label} {act}: d{name}")
+    tessera.set_default_context(tessera.Context("cpu"))  # a fresh context: last_kernel of this thread
+    x = torch.randn(6, 7, requires_grad=True)
+    w = torch.randn(3, 7)  # no gradient for w: only dx is computed
+    gx, = torch.autograd.grad(tt.linear(x, w).sum(), (x,))
+    assert tessera.last_kernel().startswith("gemm."), tessera.last_kernel()
+    close(gx, torch.ones(6, 3) @ w, 1e-5, "dx only")
+    # conv2d: padding, stride, dilation, groups, both layouts, fused relu
+    x = torch.randn(2, 4, 9, 8, requires_grad=True)
+    w, b = torch.randn(6, 2, 3, 3, requires_grad=True), torch.randn(6, requires_grad=True)
+    ref, r = grads(lambda: F.relu(F.conv2d(F.pad(x, (0, 3, 2, 1)), w, b, 2, 0, 1, 2)), (x, w, b))
+    got, _ = grads(lambda: tt.conv2d(x, w, b, stride=2, padding=(2, 1, 0, 3), groups=2, activation="relu"),
+                   (x, w, b), r)
+    for name, g, want in zip("xwb", got, ref):
+        close(g, want, 1e-4, f"conv2d NCHW: d{name}")
+    xh = x.detach().permute(0, 2, 3, 1).contiguous().requires_grad_()
+    wh = w.detach().permute(0, 2, 3, 1).contiguous().requires_grad_()
+    ref, r = grads(lambda: F.conv2d(xh.permute(0, 3, 1, 2), wh.permute(0, 3, 1, 2), None, 1, 1, 2, 2)
+                   .permute(0, 2, 3, 1), (xh, wh))
+    got, _ = grads(lambda: tt.conv2d(xh, wh, None, padding=1, dilation=2, groups=2, layout="NHWC"), (xh, wh), r)
+    for name, g, want in zip("xw", got, ref):
+        close(g, want, 1e-4, f"conv2d NHWC: d{name}")
+    # attention: GQA, both causal alignments, a boolean mask
+    q = torch.randn(2, 4, 5, 8, requires_grad=True)
+    k, v = torch.randn(2, 2, 7, 8, requires_grad=True), torch.randn(2, 2, 7, 8, requires_grad=True)
+    mask = torch.rand(5, 7) > 0.2
+    mask[:, 0] = True  # no fully masked row: its gradient is zero by convention only
+    for align in ("top_left", "bottom_right"):
+        ref, r = grads(lambda: sdpa_ref(q, k, v, mask, True, 0.3, align), (q, k, v))
+        got, _ = grads(lambda: tt.scaled_dot_product_attention(q, k, v, mask, True, 0.3, align), (q, k, v), r)
+        for name, g, want in zip("qkv", got, ref):
+            close(g, want, 1e-4, f"sdpa {align}: d{name}")
+    # the norms
+    x = torch.randn(3, 4, 16, requires_grad=True)
+    g_, b_ = torch.randn(16, requires_grad=True), torch.randn(16, requires_grad=True)
+    ref, r = grads(lambda: F.layer_norm(x, (16,), g_, b_), (x, g_, b_))
+    got, _ = grads(lambda: torch.ops.tessera.layer_norm(x, [16], g_, b_, 1e-5), (x, g_, b_), r)
+    for name, g, want in zip(["x", "weight", "bias"], got, ref):
+        close(g, want, 1e-4, f"layer_norm: d{name}")
+    ref, r = grads(lambda: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * g_, (x, g_))
+    got, _ = grads(lambda: tt.rms_norm(x, 16, g_, 1e-6), (x, g_), r)
+    for name, g, want in zip(["x", "weight"], got, ref):
+        close(g, want, 1e-4, f"rms_norm: d{name}")
+    # one training step of the MLP block: the same parameter gradients
+    m = MLP(24, 48)
+    xb = torch.randn(4, 3, 24)
+    want = torch.autograd.grad(m(xb).pow(2).sum(), list(m.parameters()))
+    got = torch.autograd.grad(m.tessera(xb).pow(2).sum(), list(m.parameters()))
+    for (name, _), g, w_ in zip(m.named_parameters(), got, want):
+        close(g, w_, 1e-3, f"MLP block: d{name}")
+
+
 @test
 def cuda_tensors():
     if not torch.cuda.is_available():
@@ -249,29 +396,6 @@ def cuda_tensors():
         close(blk.tessera(xx), blk(xx), 2e-3, "transformer block on CUDA")
 
 
-def overhead():
-    x, w = torch.ones(2, 2), torch.ones(2, 2)
-    n = 10000
-
-    def per_call(f):
-        for _ in range(200):
-            f()
-        best = float("inf")
-        for _ in range(3):
-            t0 = time.perf_counter()
-            for _ in range(n):
-                f()
-            best = min(best, (time.perf_counter() - t0) / n * 1e6)
-        return best
-
-    with torch.no_grad():
-        t_op = per_call(lambda: torch.ops.tessera.linear(x, w, None, "none"))
-        t_wrap = per_call(lambda: tt.linear(x, w))
-        t_torch = per_call(lambda: F.linear(x, w))
-    print(f"  per-call, 2x2 linear (a 2x2x2 gemm), {n} calls: torch.ops.tessera.linear {t_op:.2f} us; "
-          f"tessera.torch.linear {t_wrap:.2f} us; torch's F.linear {t_torch:.2f} us")
-
-
 def main():
     print(f"python_torch: torch {torch.__version__} (ops registered via {tt.REGISTRATION}), "
           f"{tessera.library_path}")
@@ -284,7 +408,6 @@ def main():
             failed += 1
             print(f"FAIL {t.__name__}")
             traceback.print_exc(file=sys.stdout)
-    overhead()
     print(f"python_torch: {len(TESTS) - failed} of {len(TESTS)} passed")
     return 1 if failed else 0
 

@@ -12,7 +12,9 @@
  *    the bridge and defining its own xerbla_/cblas_xerbla, as BLAS allows
  *    and LAPACK's testers do; run with TESSERA_BLAS_DISABLE=1, so that
  *    every call goes down the chain to the system's sgemm_. */
+#define _GNU_SOURCE 1 /* dladdr */
 #include <check.h>
+#include <dlfcn.h>
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
@@ -55,6 +57,18 @@ START_TEST(system_blas_behind) {
     const float x[3] = {1, 2, 3}, y[3] = {4, 5, 6};
     const int n = 3, inc = 1;
     ck_assert(sdot_(&n, x, &inc, y, &inc) == 32.0f);
+    /* BLAS_TEST_EXPECT_LIB (the blas_chain_reference run): the BLAS behind
+     * the bridge must be that library (netlib's reference BLAS), so that
+     * every expectation of this file is checked against the reference
+     * itself and not only against OpenBLAS. */
+    const char *want = getenv("BLAS_TEST_EXPECT_LIB");
+    if (want && *want) {
+        Dl_info info;
+        ck_assert(dladdr((void *)sdot_, &info) != 0 && info.dli_fname);
+        ck_assert_msg(strstr(info.dli_fname, want) != NULL, "the BLAS behind the bridge is %s, not %s",
+                      info.dli_fname, want);
+        printf("system_blas_behind: the BLAS behind the bridge is %s\n", info.dli_fname);
+    }
 }
 END_TEST
 void cblas_xerbla(int info, const char *rout, const char *form, ...);

@@ -27,6 +27,16 @@ _Static_assert(sizeof(DLTensor) == 48, "DLTensor");
 _Static_assert(offsetof(DLManagedTensor, manager_ctx) == 48, "DLManagedTensor.manager_ctx");
 _Static_assert(offsetof(DLManagedTensor, deleter) == 56, "DLManagedTensor.deleter");
 _Static_assert(sizeof(DLManagedTensor) == 64, "DLManagedTensor");
+/* DLPack 1.0's versioned managed tensor (dlpack.h v1.0, LP64). */
+_Static_assert(DLPACK_MAJOR_VERSION == 1 && DLPACK_MINOR_VERSION == 0, "DLPack version declared");
+_Static_assert(sizeof(DLPackVersion) == 8, "DLPackVersion");
+_Static_assert(offsetof(DLManagedTensorVersioned, version) == 0, "DLManagedTensorVersioned.version");
+_Static_assert(offsetof(DLManagedTensorVersioned, manager_ctx) == 8, "DLManagedTensorVersioned.manager_ctx");
+_Static_assert(offsetof(DLManagedTensorVersioned, deleter) == 16, "DLManagedTensorVersioned.deleter");
+_Static_assert(offsetof(DLManagedTensorVersioned, flags) == 24, "DLManagedTensorVersioned.flags");
+_Static_assert(offsetof(DLManagedTensorVersioned, dl_tensor) == 32, "DLManagedTensorVersioned.dl_tensor");
+_Static_assert(sizeof(DLManagedTensorVersioned) == 80, "DLManagedTensorVersioned");
+_Static_assert(DLPACK_FLAG_BITMASK_READ_ONLY == 1 && DLPACK_FLAG_BITMASK_IS_COPIED == 2, "DLPack flags");
 _Static_assert(kDLCPU == 1 && kDLCUDA == 2 && kDLCUDAHost == 3 && kDLOpenCL == 4 && kDLROCM == 10 &&
                    kDLROCMHost == 11 && kDLCUDAManaged == 13,
                "DLDeviceType values");
@@ -523,6 +533,62 @@ START_TEST(device_matches) {
 }
 END_TEST
 
+/* ----------------------------------------------------------- DLPack 1.x */
+
+static int deleted;
+static void count_delete(DLManagedTensorVersioned *self) {
+    (void)self;
+    deleted++;
+}
+
+START_TEST(versioned) {
+    float buf[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    DLManagedTensorVersioned m;
+    memset(&m, 0, sizeof m);
+    m.version.major = 1;
+    m.version.minor = 3; /* a later minor version only adds: accepted */
+    m.deleter = count_delete;
+    m.dl_tensor = dl(buf, 2, F32, shape, NULL);
+    m.dl_tensor.byte_offset = sizeof(float);
+    deleted = 0;
+
+    const DLTensor *t = NULL;
+    ck_assert_int_eq(tsr_dlpack_versioned_tensor(&m, 1, "y", &t), TSR_OK);
+    ck_assert_ptr_eq(t, &m.dl_tensor);
+    tsr_tensor_desc d;
+    void *data = NULL;
+    ck_assert_int_eq(tsr_tensor_desc_from_dlpack(t, &d, &data), TSR_OK);
+    ck_assert_ptr_eq(data, &buf[1]);
+    ck_assert_int_eq(d.dtype, TSR_F32);
+    ck_assert_int_eq(d.shape[1], 3);
+
+    /* read-only: fine as an input, refused as an output, by name */
+    m.flags = DLPACK_FLAG_BITMASK_READ_ONLY | DLPACK_FLAG_BITMASK_IS_COPIED;
+    ck_assert_int_eq(tsr_dlpack_versioned_tensor(&m, 0, "x", &t), TSR_OK);
+    ck_assert_ptr_eq(t, &m.dl_tensor);
+    EXPECT_ERR(tsr_dlpack_versioned_tensor(&m, 1, "y", &t), TSR_ERR_INVALID_ARGUMENT,
+               "dlpack_versioned_tensor: y is flagged read-only", "cannot be an output");
+    ck_assert_ptr_null(t);
+    m.flags = DLPACK_FLAG_BITMASK_IS_COPIED; /* a copy may still be written */
+    ck_assert_int_eq(tsr_dlpack_versioned_tensor(&m, 1, "y", &t), TSR_OK);
+
+    /* another major version: its layout past the version is unknown */
+    m.version.major = 2;
+    m.version.minor = 0;
+    EXPECT_ERR(tsr_dlpack_versioned_tensor(&m, 0, "a", &t), TSR_ERR_NOT_SUPPORTED,
+               "a is a DLPack 2.0 tensor; this library reads DLPack 1.x", "max_version=(1, 0)");
+    ck_assert_ptr_null(t);
+    m.version.major = 0;
+    EXPECT_ERR(tsr_dlpack_versioned_tensor(&m, 0, NULL, &t), TSR_ERR_NOT_SUPPORTED, "tensor is a DLPack 0.0 tensor");
+
+    EXPECT_ERR(tsr_dlpack_versioned_tensor(NULL, 0, "b", &t), TSR_ERR_INVALID_ARGUMENT,
+               "dlpack_versioned_tensor: b is NULL");
+    EXPECT_ERR(tsr_dlpack_versioned_tensor(&m, 0, "b", NULL), TSR_ERR_INVALID_ARGUMENT, "tensor_out is NULL");
+    ck_assert_int_eq(deleted, 0); /* the caller owns the tensor: never deleted here */
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("dlpack");
     TCase *t = tcase_create("tensor");
@@ -539,6 +605,9 @@ int main(void) {
     tcase_add_test(g, gemm_errors);
     tcase_add_test(g, gemm_batch_errors);
     suite_add_tcase(s, g);
+    TCase *v = tcase_create("versioned");
+    tcase_add_test(v, versioned);
+    suite_add_tcase(s, v);
     TCase *dv = tcase_create("devices");
     tcase_add_test(dv, device_matches);
     suite_add_tcase(s, dv);

@@ -9,9 +9,12 @@
 Inputs are NumPy arrays or any host object with __dlpack__ (PyTorch CPU
 tensors, JAX/CuPy host arrays...); results are NumPy arrays. bfloat16 data is
 passed as uint16 with dtype='bf16' (tessera.to_bf16 / from_bf16 convert).
-Failures raise a TesseraError subclass per status, with the library's
-message. The library is found through TESSERA_LIBRARY (a file or a build
-directory), next to the package, in ../../build, or on the linker's path.
+__dlpack__ objects are asked for a DLPack 1.x capsule first (read-only ones
+are refused as outputs), else the legacy one. Failures raise a TesseraError
+subclass per status, with the library's message. The library is found
+through TESSERA_LIBRARY (a file or a build directory), next to the package,
+where `meson install` put it (an installed package), in ../../build, or on
+the linker's path. Repeated gemm calls reuse the descriptor the first built.
 `python -m tessera info` prints the devices, CPU features and tuning table.
 PyTorch custom operators: import tessera.torch.
 """

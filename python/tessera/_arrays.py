@@ -79,21 +79,25 @@ _capsule_get.argtypes = [ctypes.py_object, ctypes.c_char_p]
 _capsule_set_name = ctypes.pythonapi.PyCapsule_SetName
 _capsule_set_name.restype = ctypes.c_int
 _capsule_set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_capsule_name = ctypes.pythonapi.PyCapsule_GetName
+_capsule_name.restype = ctypes.c_char_p
+_capsule_name.argtypes = [ctypes.py_object]
 
 _HOST_DEVICES = (L.kDLCPU, L.kDLCUDAHost, L.kDLROCMHost)
+_MAX_VERSION = (L.DLPACK_MAJOR, L.DLPACK_MINOR)
 
 
 class _DLPackOwner:
-    """Keeps a consumed DLManagedTensor alive and calls its deleter once."""
+    """Keeps a consumed DLManagedTensor(Versioned) alive and calls its deleter once."""
 
-    __slots__ = ("ptr", "deleter")
+    __slots__ = ("ptr", "deleter", "struct")
 
-    def __init__(self, ptr, deleter):
-        self.ptr, self.deleter = ptr, deleter
+    def __init__(self, ptr, deleter, struct):
+        self.ptr, self.deleter, self.struct = ptr, deleter, struct
 
     def __del__(self):
         if self.deleter:
-            self.deleter(ctypes.cast(self.ptr, ctypes.POINTER(L.DLManagedTensor)))
+            self.deleter(ctypes.cast(self.ptr, ctypes.POINTER(self.struct)))
             self.deleter = None
 
 
@@ -101,8 +105,15 @@ def _device_name(device_type):
     return L.lib.tsr_dlpack_device_name(int(device_type)).decode()
 
 
-def from_dlpack(x, name, who):
-    """A host-memory __dlpack__ object as (ndarray, is_bf16), without a copy."""
+def from_dlpack(x, name, who, writable=False):
+    """A host-memory __dlpack__ object as (ndarray, is_bf16), without a copy.
+
+    The DLPack 1.x protocol first: __dlpack__(max_version=(1, 0)) gives a
+    "dltensor_versioned" capsule whose version and flags are checked (a
+    read-only tensor cannot be an output: writable=True refuses it, and as an
+    input it comes back as a read-only array). A producer from before DLPack
+    1.0 rejects the keyword (TypeError): then the legacy capsule, through
+    np.from_dlpack where NumPy can read it."""
     dev = (L.kDLCPU, 0)
     if hasattr(x, "__dlpack_device__"):
         dev = tuple(int(v) for v in x.__dlpack_device__())
@@ -110,26 +121,52 @@ def from_dlpack(x, name, who):
         L.fail(L.ERR_NOT_SUPPORTED,
                f"{who}: {name} is a {type(x).__name__} on {_device_name(dev[0])}:{dev[1]}; the NumPy-level "
                "functions take host memory (use tessera.torch for CUDA tensors, or copy it to the host)")
-    if dev[0] == L.kDLCPU and hasattr(np, "from_dlpack"):
-        try:
-            return np.from_dlpack(x), False
-        except (BufferError, TypeError, ValueError, RuntimeError):
-            pass  # e.g. bfloat16, which NumPy has no dtype for: read the capsule ourselves
-    return _from_capsule(x, name, who)
+    try:
+        cap = x.__dlpack__(max_version=_MAX_VERSION)
+    except TypeError:  # pre-1.0 producer (NumPy < 2.1, PyTorch < 2.4 ...)
+        cap = None
+    if cap is None:
+        if dev[0] == L.kDLCPU and hasattr(np, "from_dlpack"):
+            try:
+                return np.from_dlpack(x), False
+            except (BufferError, TypeError, ValueError, RuntimeError):
+                pass  # e.g. bfloat16, which NumPy has no dtype for: read the capsule ourselves
+        cap = x.__dlpack__()
+    return _from_capsule(cap, name, who, writable)
 
 
-def _from_capsule(x, name, who):
-    cap = x.__dlpack__()
-    ptr = _capsule_get(cap, b"dltensor")
-    managed = L.DLManagedTensor.from_address(ptr)
+def _from_capsule(cap, name, who, writable):
+    kind = _capsule_name(cap)
+    readonly = False
+    if kind == b"dltensor_versioned":
+        ptr = _capsule_get(cap, kind)
+        managed = L.DLManagedTensorVersioned.from_address(ptr)
+        tensor = ctypes.c_void_p()
+        st = L.lib.tsr_dlpack_versioned_tensor(ptr, int(writable), name.encode(), ctypes.byref(tensor))
+        if st:  # the capsule keeps ownership; its destructor calls the deleter
+            L.fail(st, f"{who}: {L.last_error()}")
+        readonly = bool(managed.flags & L.DLPACK_FLAG_READ_ONLY)
+        used, struct = b"used_dltensor_versioned", L.DLManagedTensorVersioned
+    elif kind == b"dltensor":
+        ptr = _capsule_get(cap, kind)
+        managed = L.DLManagedTensor.from_address(ptr)
+        tensor = ctypes.c_void_p(ctypes.addressof(managed.dl_tensor))
+        used, struct = b"used_dltensor", L.DLManagedTensor
+    else:
+        L.fail(L.ERR_INVALID_ARGUMENT, f"{who}: {name}.__dlpack__() returned a capsule named {kind!r}; a DLPack "
+               "producer returns 'dltensor' or 'dltensor_versioned' (an already consumed capsule cannot be "
+               "used again)")
     desc = L.TensorDesc()
     data = ctypes.c_void_p()
-    st = L.lib.tsr_tensor_desc_from_dlpack(ctypes.addressof(managed.dl_tensor), ctypes.byref(desc),
-                                           ctypes.byref(data))
-    if st:  # the capsule keeps ownership; its destructor calls the deleter
+    st = L.lib.tsr_tensor_desc_from_dlpack(tensor, ctypes.byref(desc), ctypes.byref(data))
+    if st:
         L.fail(st, f"{who}: {name}: {L.last_error()}")
-    _capsule_set_name(cap, b"used_dltensor")  # consumed: from now on we call the deleter
-    owner = _DLPackOwner(ptr, managed.deleter)
+    _capsule_set_name(cap, used)  # consumed: from now on we call the deleter
+    # the deleter as a value read now: a ctypes field would re-read the
+    # producer's struct when called, which the protocol lets us do, but a
+    # copy costs nothing and survives a producer that frees it early
+    fn = ctypes.cast(managed.deleter, ctypes.c_void_p).value
+    owner = _DLPackOwner(ptr, type(managed.deleter)(fn) if fn else None, struct)
     dt = TSR_TO_NP[desc.dtype]
     shape = tuple(desc.shape[i] for i in range(desc.ndim))
     strides = tuple(desc.strides[i] * dt.itemsize for i in range(desc.ndim))
@@ -139,19 +176,20 @@ def _from_capsule(x, name, who):
     buf = (ctypes.c_char * (extent * dt.itemsize)).from_address(data.value)
     buf._tessera_owner = owner  # the buffer (the array's base) owns the DLPack tensor
     flat = np.frombuffer(buf, dtype=dt, count=extent)
-    arr = np.lib.stride_tricks.as_strided(flat, shape=shape, strides=strides)
+    arr = np.lib.stride_tricks.as_strided(flat, shape=shape, strides=strides, writeable=not readonly)
     return arr, desc.dtype == L.BF16
 
 
 # ------------------------------------------------------------ conversions
 
-def as_array(x, name, who, bf16=False):
+def as_array(x, name, who, bf16=False, output=False):
     """(ndarray, tsr dtype) for a NumPy array, a __dlpack__ object or
-    anything np.asarray takes."""
+    anything np.asarray takes. output: x will be written (a read-only
+    DLPack 1.x tensor is refused)."""
     tagged = False
     if type(x) is not _ndarray and not isinstance(x, _ndarray):
         if hasattr(x, "__dlpack__"):
-            x, tagged = from_dlpack(x, name, who)
+            x, tagged = from_dlpack(x, name, who, output)
         else:
             x = np.asarray(x)
     code = NP_TO_TSR.get(x.dtype)

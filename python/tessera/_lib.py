@@ -157,6 +157,22 @@ class DLManagedTensor(ctypes.Structure):
 DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
                             ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor)))]
 
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):  # DLPack 1.0
+    pass
+
+
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion), ("manager_ctx", ctypes.c_void_p),
+    ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))),
+    ("flags", ctypes.c_uint64), ("dl_tensor", DLTensor)]
+
+DLPACK_MAJOR, DLPACK_MINOR = 1, 0  # the newest DLPack this package reads
+DLPACK_FLAG_READ_ONLY, DLPACK_FLAG_IS_COPIED = 1 << 0, 1 << 1
+
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLOpenCL, kDLROCM, kDLROCMHost = 1, 2, 3, 4, 10, 11
 
 # ------------------------------------------------------------ the library
@@ -172,15 +188,37 @@ def _libs_in(p):
     return [p]
 
 
+def _installed_paths():
+    """For a copy installed by `meson install` (_install_paths.py exists):
+    the library in the same tree as the package (the prefix found by
+    stripping the package's install path from this directory, so a DESTDIR
+    staging tree works), then at the configured prefix."""
+    try:
+        from . import _install_paths as ip
+    except ImportError:  # the source tree: no install
+        return []
+    out = []
+    here = _HERE.replace(os.sep, "/")
+    pkg = ip.PACKAGE_DIR.rstrip("/")
+    if not os.path.isabs(pkg) and here.endswith("/" + pkg):
+        root = here[:-len(pkg) - 1]
+        out.append(os.path.join(root, ip.LIBDIR, ip.SONAME) if not os.path.isabs(ip.LIBDIR)
+                   else os.path.join(ip.LIBDIR, ip.SONAME))
+    out.append(os.path.join(ip.PREFIX, ip.LIBDIR, ip.SONAME))
+    return out
+
+
 def candidate_paths():
-    """Where the library is looked for, in order: next to the package (an
-    installed layout: the package directory, then its parent), the
-    repository's build directory (../../build relative to the package, then
-    other build*/ directories, newest first), the linker's search path
-    (ctypes.util.find_library). TESSERA_LIBRARY, when set, replaces them all."""
+    """Where the library is looked for, in order: next to the package (the
+    package directory, then its parent), where `meson install` put it (for
+    an installed package), the repository's build directory (../../build
+    relative to the package, then other build*/ directories, newest first),
+    the linker's search path (ctypes.util.find_library). TESSERA_LIBRARY,
+    when set, replaces them all."""
     out = []
     for d in (_HERE, os.path.dirname(_HERE)):
         out.extend(sorted(glob.glob(os.path.join(d, "libtessera.so*")), key=len))
+    out.extend(_installed_paths())
     repo = os.path.dirname(os.path.dirname(_HERE))  # python/tessera -> the repository
     build = os.path.join(repo, "build")
     out.append(os.path.join(build, "libtessera.so"))
@@ -266,6 +304,7 @@ def _protos(lib):
         "tsr_gemm_desc_from_dlpack": (_I, [_P, _P, _P, _P, _P, _P, _P]),
         "tsr_dlpack_device_matches": (_I, [_P, DLDevice]),
         "tsr_dlpack_device_name": (ctypes.c_char_p, [ctypes.c_int32]),
+        "tsr_dlpack_versioned_tensor": (_I, [_P, _I, ctypes.c_char_p, _P]),
     }
     missing = []
     for name, (res, args) in sig.items():

@@ -13,13 +13,24 @@ CUDA backend is built and a GPU is present; a CUDA call runs on
 torch.cuda.current_stream() through a Context per (device, stream)), plus
 shape-only ("fake"/Meta) kernels for tracing. torch >= 2.4 registers through
 torch.library.custom_op; older versions (1.13 ...) through
-torch.library.Library + impl. Forward only: there is no autograd formula,
-so call them under torch.no_grad() / inference_mode (or on tensors that do
-not require grad).
+torch.library.Library + impl.
+
+Autograd (tessera/_torch_autograd.py): the wrappers below record a
+backward when an input needs a gradient, on every torch version, and so
+does torch.ops.tessera.* on the Library path (1.13 ...: an Autograd-key
+kernel); torch.library.custom_op's ops (torch >= 2.4) have no formula
+registered. linear's backward runs on Tessera's GEMM; the others
+differentiate a recomputation in PyTorch's ops (Tessera has no backward
+kernels).
 
 Tensors are passed by pointer and strides: transposed weights, padded rows,
 channels_last activations and heads sliced out of a packed projection are
 used in place; only layouts the C ABI cannot express are copied.
+
+Per-call cost: the wrappers below call the kernels directly on plain eager
+tensors (torch.ops.tessera.* goes through torch's dispatcher), and a call
+whose shapes, strides, dtypes and options were seen before reuses the
+descriptor prepared then (bridges/bench_overhead.py measures both).
 """
 
 import ctypes
@@ -28,7 +39,9 @@ import threading
 
 import torch
 
+from . import _context
 from . import _lib as L
+from . import _torch_autograd as _ad
 from ._context import Context, default_context
 
 __all__ = ["linear", "conv2d", "scaled_dot_product_attention", "layer_norm", "rms_norm", "REGISTRATION"]
@@ -112,7 +125,47 @@ _byref = ctypes.byref
 
 # ----------------------------------------------------------------- kernels
 
+# Prepared GEMM descriptors of linear, by everything that shapes them (shapes,
+# strides, dtypes, devices, bias layout, activation): a repeated call (every
+# step of a model) skips the checks and the descriptor build and costs one
+# dict lookup, torch.empty and the ctypes call. Only calls that needed no
+# copy and no conversion are kept. A template is never written after it is
+# stored (a call with a bias copies it first), so threads may share it.
+_linear_cache = {}
+_LINEAR_CACHE_MAX = 256
+_tsr_gemm = L.lib.tsr_gemm
+_GemmDesc = L.GemmDesc
+_BIAS_DATA_OFF = (L.GemmDesc.epilogue.offset + L.Epilogue.steps.offset + L.EpilogueStep.data.offset)
+_addressof = ctypes.addressof
+_c_void_p = ctypes.c_void_p
+
+
+def _linear_key(x, weight, bias, activation):
+    return (x.shape, x.stride(), x.dtype, x.device, weight.shape, weight.stride(), weight.dtype, weight.device,
+            None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.device), activation)
+
+
 def _linear_impl(x, weight, bias, activation):
+    key = _linear_key(x, weight, bias, activation)
+    ent = _linear_cache.get(key)
+    if ent is None:
+        return _linear_prepare(x, weight, bias, activation, key)
+    tpl, out_shape = ent
+    h = _cpu_handle(x, "tessera::linear")
+    y = x.new_empty(out_shape)
+    if bias is None:
+        da = _addressof(tpl)
+    else:
+        d = _GemmDesc.from_buffer_copy(tpl)
+        da = _addressof(d)
+        _c_void_p.from_address(da + _BIAS_DATA_OFF).value = bias.data_ptr()
+    st = _tsr_gemm(h, da, x.data_ptr(), weight.data_ptr(), y.data_ptr())
+    if st:
+        L.check(st)
+    return y
+
+
+def _linear_prepare(x, weight, bias, activation, key):
     who = "tessera::linear"
     h = _handle(x, who)
     _same_device(who, x, weight=weight, bias=bias)
@@ -154,6 +207,11 @@ def _linear_impl(x, weight, bias, activation):
     if act:
         _epi_step(d.epilogue, L.EPI_ACTIVATION, activation=act)
     L.check(L.lib.tsr_gemm(h, ctypes.addressof(d), x2.data_ptr(), w.data_ptr(), y.data_ptr()))
+    # cacheable when the operands were used as they are (no copy, no float())
+    if x2.data_ptr() == x.data_ptr() and w is weight and (bias is None or keep[0].data_ptr() == bias.data_ptr()):
+        if len(_linear_cache) >= _LINEAR_CACHE_MAX:
+            _linear_cache.clear()
+        _linear_cache[key] = (d, (*x.shape[:-1], n))
     return y.reshape(*x.shape[:-1], n)
 
 
@@ -161,7 +219,43 @@ def _conv_out(size, pad0, pad1, dil, f, stride):
     return (size + pad0 + pad1 - dil * (f - 1) - 1) // stride + 1
 
 
+# Prepared conv2d descriptors, as for linear (a call with a bias patches its
+# pointer into a copy of the template).
+_conv_cache = {}
+_tsr_conv2d = L.lib.tsr_conv2d
+_Conv2dDesc = L.Conv2dDesc
+_CONV_BIAS_DATA_OFF = (L.Conv2dDesc.epilogue.offset + L.Epilogue.steps.offset + L.EpilogueStep.data.offset)
+
+
+def _cpu_handle(t, who):
+    """_handle with the default CPU context's handle read straight off it."""
+    dflt = _context._default
+    h = dflt._h if dflt is not None and t.device.type == "cpu" else None
+    return h if h else _handle(t, who)
+
+
 def _conv2d_impl(x, weight, bias, stride, padding, dilation, groups, layout, activation):
+    key = (_tlayout(x), _tlayout(weight), _tlayout(bias), tuple(stride), tuple(padding), tuple(dilation), groups,
+           layout, activation)
+    ent = _conv_cache.get(key)
+    if ent is None:
+        return _conv2d_prepare(x, weight, bias, stride, padding, dilation, groups, layout, activation, key)
+    tpl, out_shape, channels_last = ent
+    h = _cpu_handle(x, "tessera::conv2d")
+    y = x.new_empty(out_shape)
+    if bias is None:
+        da = _addressof(tpl)
+    else:
+        dc = _Conv2dDesc.from_buffer_copy(tpl)
+        da = _addressof(dc)
+        _c_void_p.from_address(da + _CONV_BIAS_DATA_OFF).value = bias.data_ptr()
+    st = _tsr_conv2d(h, da, x.data_ptr(), weight.data_ptr(), y.data_ptr())
+    if st:
+        L.check(st)
+    return y.permute(0, 3, 1, 2) if channels_last else y
+
+
+def _conv2d_prepare(x, weight, bias, stride, padding, dilation, groups, layout, activation, key):
     who = "tessera::conv2d"
     h = _handle(x, who)
     _same_device(who, x, weight=weight, bias=bias)
@@ -220,6 +314,12 @@ def _conv2d_impl(x, weight, bias, stride, padding, dilation, groups, layout, act
     else:
         y = torch.empty((n, k, p, q), dtype=x.dtype, device=x.device)
     L.check(L.lib.tsr_conv2d(h, _byref(d), xin.data_ptr(), win.data_ptr(), y.data_ptr()))
+    # kept when x, weight and bias were used as they are (no reorder, no copy)
+    if (xin.data_ptr() == x.data_ptr() and win.data_ptr() == weight.data_ptr()
+            and (bias is None or keep[0].data_ptr() == bias.data_ptr())):
+        if len(_conv_cache) >= _LINEAR_CACHE_MAX:
+            _conv_cache.clear()
+        _conv_cache[key] = (d, tuple(y.shape), channels_last)
     return y.permute(0, 3, 1, 2) if channels_last else y
 
 
@@ -232,9 +332,32 @@ def _bhsd(t):
     return t, st[:3]
 
 
+# Prepared attention descriptors for calls without a mask (the descriptor
+# then holds no pointer and a template is shared as it is).
+_sdpa_cache = {}
+_tsr_attention = L.lib.tsr_attention
+
+
 def _sdpa_impl(q, k, v, attn_mask, is_causal, scale, causal_align):
+    key = None
+    if attn_mask is None:
+        key = (_tlayout(q), _tlayout(k), _tlayout(v), is_causal, scale, causal_align)
+        ent = _sdpa_cache.get(key)
+        if ent is not None:
+            tpl, o_shape, squeeze = ent
+            h = _cpu_handle(q, "tessera::scaled_dot_product_attention")
+            o = q.new_empty(o_shape)
+            st = _tsr_attention(h, _addressof(tpl), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr())
+            if st:
+                L.check(st)
+            return o[0] if squeeze else o
+    return _sdpa_prepare(q, k, v, attn_mask, is_causal, scale, causal_align, key)
+
+
+def _sdpa_prepare(q, k, v, attn_mask, is_causal, scale, causal_align, key):
     who = "tessera::scaled_dot_product_attention"
     h = _handle(q, who)
+    q_in, k_in, v_in = q, k, v
     _same_device(who, q, k=k, v=v, attn_mask=attn_mask)
     qc = _code(q, "q", who)
     if k.dtype != q.dtype or v.dtype != q.dtype:
@@ -288,10 +411,46 @@ def _sdpa_impl(q, k, v, attn_mask, is_causal, scale, causal_align):
         d.mask_dtype = _DT[mask.dtype]
         d.mask_strides[:] = mask.stride()[:3]
     L.check(L.lib.tsr_attention(h, _byref(d), q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr()))
+    # kept when q, k and v were used as they are (no copy)
+    if (key is not None and q.data_ptr() == q_in.data_ptr() and k.data_ptr() == k_in.data_ptr()
+            and v.data_ptr() == v_in.data_ptr()):
+        if len(_sdpa_cache) >= _LINEAR_CACHE_MAX:
+            _sdpa_cache.clear()
+        _sdpa_cache[key] = (d, tuple(o.shape), squeeze)
     return o[0] if squeeze else o
 
 
+# Prepared row-op descriptors of the norms, as for linear (the descriptor
+# holds no pointer, so a template is shared as it is).
+_norm_cache = {}
+_tsr_layernorm = L.lib.tsr_layernorm
+_tsr_rmsnorm = L.lib.tsr_rmsnorm
+
+
+def _tlayout(t):
+    return None if t is None else (t.shape, t.stride(), t.dtype, t.device)
+
+
 def _norm_impl(op, x, normalized_shape, weight, bias, eps):
+    key = (op, x.shape, x.stride(), x.dtype, x.device, tuple(normalized_shape), _tlayout(weight), _tlayout(bias),
+           eps)
+    tpl = _norm_cache.get(key)
+    if tpl is None:
+        return _norm_prepare(op, x, normalized_shape, weight, bias, eps, key)
+    h = _cpu_handle(x, f"tessera::{op}")
+    y = x.new_empty(x.shape)
+    gp = weight.data_ptr() if weight is not None else None
+    if op == "layer_norm":
+        st = _tsr_layernorm(h, _addressof(tpl), x.data_ptr(), gp, bias.data_ptr() if bias is not None else None,
+                            y.data_ptr())
+    else:
+        st = _tsr_rmsnorm(h, _addressof(tpl), x.data_ptr(), gp, y.data_ptr())
+    if st:
+        L.check(st)
+    return y
+
+
+def _norm_prepare(op, x, normalized_shape, weight, bias, eps, key):
     who = f"tessera::{op}"
     h = _handle(x, who)
     _same_device(who, x, weight=weight, bias=bias)
@@ -329,6 +488,12 @@ def _norm_impl(op, x, normalized_shape, weight, bias, eps):
     else:
         st = L.lib.tsr_rmsnorm(h, _byref(d), x2.data_ptr(), gp, y.data_ptr())
     L.check(st)
+    # kept when x, weight and bias were used as they are (no copy, no float())
+    if (x2.data_ptr() == x.data_ptr() and (g is None or g.data_ptr() == weight.data_ptr())
+            and (b is None or b.data_ptr() == bias.data_ptr())):
+        if len(_norm_cache) >= _LINEAR_CACHE_MAX:
+            _norm_cache.clear()
+        _norm_cache[key] = d
     return y
 
 
@@ -409,7 +574,32 @@ def _register():
             _library.impl(name, fake, "Meta")
         except (RuntimeError, TypeError, ValueError):  # very old torch: no Python Meta kernels
             pass
+        try:  # torch.ops.tessera.* differentiable too (torch.library's custom_op path has no formula)
+            _library.impl(name, _autograd_kernel(name), "Autograd")
+        except (RuntimeError, TypeError, ValueError):
+            pass
     REGISTRATION = "Library"
+
+
+def _autograd_kernel(name):
+    """The Autograd-key kernel of torch.ops.tessera.<name>: a recorded call
+    when an input needs a gradient, else straight to the kernels below."""
+    op = []  # torch.ops.tessera.<name>, looked up on first use (it exists once defined)
+    guard = _ad._Guard
+
+    def kernel(*args):
+        if _is_grad_enabled():
+            for a in args:
+                if type(a) is not list and isinstance(a, _Tensor) and a.requires_grad:
+                    return _ad.apply(name, *args)
+        if not op:
+            op.append(getattr(torch.ops.tessera, name))
+        g = guard()  # dispatch below Autograd while it lives (torch 1.13's RAII guard)
+        try:
+            return op[0](*args)
+        finally:
+            del g
+    return kernel
 
 
 try:
@@ -421,6 +611,38 @@ if not _already:
 
 
 # ---------------------------------------------------------------- wrappers
+# The wrappers call the kernel directly when nothing but the kernel could
+# answer: plain tensors (no subclass such as FakeTensor), no torch function
+# or dispatch mode, no tracing or compiling, no tensor that autograd would
+# have to record. That saves torch.library's dispatch (~10 µs a call on
+# torch 1.13). Anything else goes through torch.ops.tessera.*, as before.
+
+_Tensor = torch.Tensor
+_is_grad_enabled = torch.is_grad_enabled
+_is_tracing = torch.jit.is_tracing
+_function_mode = getattr(torch._C, "_is_torch_function_mode_enabled", lambda: False)
+if hasattr(torch._C, "_len_torch_dispatch_mode"):  # torch >= 2.0
+    def _dispatch_mode():
+        return torch._C._len_torch_dispatch_mode() > 0
+else:  # 1.13
+    try:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode as _current_mode
+    except ImportError:
+        def _current_mode():
+            return True  # unknown torch: never bypass
+    def _dispatch_mode():
+        return _current_mode() is not None
+_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
+
+
+def _direct(*tensors):
+    """True when the kernel may be called without torch's dispatcher."""
+    grad = _is_grad_enabled()
+    for t in tensors:
+        if t is not None and (type(t) is not _Tensor or (grad and t.requires_grad)):
+            return False
+    return not (_function_mode() or _dispatch_mode() or _is_tracing() or _compiling())
+
 
 def _pair(v, name):
     if isinstance(v, int):
@@ -435,6 +657,10 @@ def linear(x, weight, bias=None, activation="none"):
     """x @ weight.T + bias, then activation ('relu', 'gelu', 'gelu_tanh',
     'silu', 'sigmoid', 'tanh') fused in the GEMM's epilogue; as
     torch.nn.functional.linear."""
+    if _direct(x, weight, bias):
+        return _linear_impl(x, weight, bias, activation)
+    if _ad.needs_grad(x, weight, bias):
+        return _ad.apply("linear", x, weight, bias, activation)
     return torch.ops.tessera.linear(x, weight, bias, activation)
 
 
@@ -459,6 +685,10 @@ def conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1, layo
         padding = [int(p) for p in padding]
         if len(padding) == 2:
             padding = [padding[0], padding[0], padding[1], padding[1]]
+    if _direct(x, weight, bias):
+        return _conv2d_impl(x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
+    if _ad.needs_grad(x, weight, bias):
+        return _ad.apply("conv2d", x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
     return torch.ops.tessera.conv2d(x, weight, bias, stride, padding, dilation, int(groups), layout, activation)
 
 
@@ -466,6 +696,10 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale
     """As torch.nn.functional.scaled_dot_product_attention (no dropout), with
     GQA when k/v have fewer heads than q, and causal_align 'bottom_right'
     for FlashAttention's diagonal when seq_q != seq_kv."""
+    if _direct(q, k, v, attn_mask):
+        return _sdpa_impl(q, k, v, attn_mask, bool(is_causal), scale, causal_align)
+    if _ad.needs_grad(q, k, v, attn_mask):
+        return _ad.apply("scaled_dot_product_attention", q, k, v, attn_mask, bool(is_causal), scale, causal_align)
     return torch.ops.tessera.scaled_dot_product_attention(q, k, v, attn_mask, bool(is_causal), scale,
                                                           causal_align)
 
@@ -474,6 +708,10 @@ def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """As torch.nn.functional.layer_norm (weight and bias used as float32)."""
     if isinstance(normalized_shape, int):
         normalized_shape = [normalized_shape]
+    if _direct(x, weight, bias):
+        return _layer_norm_impl(x, list(normalized_shape), weight, bias, eps)
+    if _ad.needs_grad(x, weight, bias):
+        return _ad.apply("layer_norm", x, list(normalized_shape), weight, bias, eps)
     return torch.ops.tessera.layer_norm(x, list(normalized_shape), weight, bias, eps)
 
 
@@ -481,4 +719,8 @@ def rms_norm(x, normalized_shape, weight=None, eps=None):
     """As torch.nn.functional.rms_norm (eps None = finfo(x.dtype).eps)."""
     if isinstance(normalized_shape, int):
         normalized_shape = [normalized_shape]
+    if _direct(x, weight):
+        return _rms_norm_impl(x, list(normalized_shape), weight, eps)
+    if _ad.needs_grad(x, weight):
+        return _ad.apply("rms_norm", x, list(normalized_shape), weight, eps)
     return torch.ops.tessera.rms_norm(x, list(normalized_shape), weight, eps)
