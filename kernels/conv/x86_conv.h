@@ -275,7 +275,8 @@ static bool filter_in_place(const tsr_conv2d_desc *d) {
 typedef struct conv_job {
     const tsr_conv2d_desc *d;
     int64_t P, Q;
-    const float *x;    /* NHWC, f32 (bf16 when bf) */
+    const float *x;    /* NHWC, f32 (bf16 when bf; x_dtype for depthwise) */
+    tsr_dtype x_dtype; /* of x as the depthwise kernel reads it: f16/bf16 converted as loaded */
     bool bf;           /* bf16 x and bf16 pair-interleaved panels (vdpbf16ps) */
     const float *wp;   /* packed filter, or an f32 HWIO filter read in place */
     int64_t w_ld;      /* between consecutive (r, s, c) rows of a panel: NR packed, k in place */
@@ -435,6 +436,14 @@ static inline __attribute__((always_inline)) vf load_lanes(const float *p, int n
     return n == VL ? vf_load(p) : vf_load_n(p, n);
 }
 
+/* n (1..VL) activations from element e of x, converted from f16/bf16 as
+ * loaded where the depthwise kernel reads the caller's tensor: a batch-32
+ * f32 copy of it cost more than the convolution (page faults included). */
+static inline __attribute__((always_inline)) vf x_load(const conv_job *j, int64_t e, int n) {
+    if (j->x_dtype == TSR_F32) return load_lanes(j->x + e, n);
+    return n == VL ? vf_load_dtype(j->x, j->x_dtype, e) : vf_load_n_dtype(j->x, j->x_dtype, e, n);
+}
+
 /* T output pixels ow0 .. ow0 + T - 1 of row (n, oh), channels c0 + the
  * lanes cnt[] says; taps s in [s_lo, s_hi) (clipped at the edges by the
  * caller so that every pixel's taps lie inside the row). */
@@ -450,9 +459,10 @@ static inline __attribute__((always_inline)) void depthwise_pixels(const conv_jo
     for (int64_t r = 0; r < d->r; r++) {
         const int64_t ih = oh * d->stride_h - d->pad_top + r * d->dilation_h;
         if (ih < 0 || ih >= H) continue;
-        const float *xrow = j->x + ((n * H + ih) * W + iw0) * C + c0;
+        const int64_t xrow = ((n * H + ih) * W + iw0) * C + c0;
         for (int64_t s = s_lo; s < s_hi; s++) {
-            const float *wt = j->wp + (r * S + s) * C + c0, *xp = xrow + s * dw * C;
+            const float *wt = j->wp + (r * S + s) * C + c0;
+            const int64_t xp = xrow + s * dw * C;
             vf wv[NV];
             if (full) { /* NR channels: whole vectors, no tests (the accumulators stay in registers) */
 #pragma GCC unroll 4
@@ -460,7 +470,7 @@ static inline __attribute__((always_inline)) void depthwise_pixels(const conv_jo
 #pragma GCC unroll 16
                 for (int i = 0; i < T; i++)
 #pragma GCC unroll 4
-                    for (int v = 0; v < NV; v++) acc[i][v] = vf_fma(vf_load(xp + i * sw * C + v * VL), wv[v], acc[i][v]);
+                    for (int v = 0; v < NV; v++) acc[i][v] = vf_fma(x_load(j, xp + i * sw * C + v * VL, VL), wv[v], acc[i][v]);
                 continue;
             }
 #pragma GCC unroll 4
@@ -469,7 +479,7 @@ static inline __attribute__((always_inline)) void depthwise_pixels(const conv_jo
             for (int i = 0; i < T; i++)
 #pragma GCC unroll 4
                 for (int v = 0; v < NV; v++)
-                    if (cnt[v]) acc[i][v] = vf_fma(load_lanes(xp + i * sw * C + v * VL, cnt[v]), wv[v], acc[i][v]);
+                    if (cnt[v]) acc[i][v] = vf_fma(x_load(j, xp + i * sw * C + v * VL, cnt[v]), wv[v], acc[i][v]);
         }
     }
     if (j->plain) { /* unrolled and call-free: acc indexed by constants stays in registers */
@@ -558,12 +568,13 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
     const bool in_place = !dw && filter_in_place(d), bf = !dw && use_bf16(ctx, d);
     const int64_t wn = in_place ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
-    const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf ? 0 : xn;
+    const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
     float *buf = aligned_alloc(64, (size_t)((wn + zn + xs) * 4 + 63) / 64 * 64);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the packed filter", CONV_ARCH);
     float *zero = buf + wn, *xf = xs ? zero + zn : NULL;
     memset(zero, 0, sizeof(float) * (size_t)zn);
-    conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x, .bf = bf,
+    conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x,
+                  .x_dtype = xf || bf ? TSR_F32 : d->x_dtype, .bf = bf,
                   .wp = in_place ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
                   .y = cp->y, .epi = &d->epilogue,
                   .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
