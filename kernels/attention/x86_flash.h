@@ -188,12 +188,14 @@ static void s_tiles(const flash_job *j, const flash_buf *b, int64_t nr2, int64_t
     gemm_tiles(kn, q, lda, b->k, bkp, b->s, bkp, nr2, bkp, 0, j->a->d.scale);
 }
 
-/* O += P V for the block's nk keys. */
-static void pv_tiles(const flash_job *j, const flash_buf *b, int64_t nr2, int64_t nk, int64_t bkp) {
+/* O += P V for the block's nk keys; V rows ldv apart from v (the packed
+ * block, or f32 V where it lies). */
+static void pv_tiles(const flash_job *j, const flash_buf *b, int64_t nr2, int64_t nk, int64_t bkp, const float *v,
+                     int64_t ldv) {
 #ifdef ATTN_BF16_DOT
-    gemm_tiles((nk + 1) / 2, b->p, bkp / 2, b->v, j->dp, b->o, j->dp, nr2, j->dp, 1, 1.0f);
+    gemm_tiles((nk + 1) / 2, b->p, bkp / 2, v, ldv, b->o, j->dp, nr2, j->dp, 1, 1.0f);
 #else
-    gemm_tiles(nk, b->s, bkp, b->v, j->dp, b->o, j->dp, nr2, j->dp, 1, 1.0f);
+    gemm_tiles(nk, b->s, bkp, v, ldv, b->o, j->dp, nr2, j->dp, 1, 1.0f);
 #endif
 }
 
@@ -418,19 +420,43 @@ static void block_direct(const flash_job *j, const flash_buf *b, int64_t nr4, in
     }
 }
 
+/* exp(x) for x = logit - max <= 0 (or -inf, giving exactly 0). AVX-512:
+ * the reduced polynomial scaled by vscalefps, which underflows to exact 0
+ * (and to denormals on the way) where a shifted exponent would wrap, so a
+ * floor at -200 replaces the clamps and the -inf blend of vf_exp_shifted. */
+static inline vf exp_nonpos(vf x) {
+#if VL == 16
+    vf n;
+    const vf y = vf_exp_reduced(vf_max(x, vf_set1(-200.0f)), &n);
+    return _mm512_scalef_ps(y, n);
+#else
+    return vf_zero_where(vf_exp(x), vf_is(x, vf_set1(-INFINITY), _CMP_EQ_OQ));
+#endif
+}
+
 /* The online softmax over one block of a row's logits (in place: logits
  * become weights); rescales the row's accumulator when the max moves. */
 static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_t bkp) {
     float *s = b->s + r * bkp;
     vf mx = vf_set1(-INFINITY);
-    int bad = 0;
+    /* NaN lanes gathered as a mask, tested once; +inf shows in the max */
+#if VL == 16
+    __mmask16 nans = 0;
+#else
+    vf nans = vf_zero();
+#endif
     for (int64_t c = 0; c < bkp; c += VL) {
         vf x = vf_load(s + c);
-        bad |= vf_any_nan_or_posinf(x);
+#if VL == 16
+        nans |= vf_is(x, x, _CMP_UNORD_Q);
+#else
+        nans = _mm256_or_ps(nans, vf_is(x, x, _CMP_UNORD_Q));
+#endif
         mx = vf_max(mx, x);
     }
-    if (bad) b->nan[r] = 1.0f;
     float m_old = b->m[r], m_new = vf_hmax(mx);
+    const bool bad = vf_any(nans) || m_new == INFINITY;
+    if (bad) b->nan[r] = 1.0f;
     if (m_new < m_old) m_new = m_old;
 #ifdef ATTN_BF16_DOT
     float *pw = b->p + r * (bkp / 2);
@@ -444,7 +470,7 @@ static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_
     }
     vf sum = vf_zero(), mv = vf_set1(m_new);
     for (int64_t c = 0; c < bkp; c += VL) {
-        vf p = vf_exp_shifted(vf_load(s + c), mv);
+        vf p = exp_nonpos(vf_sub(vf_load(s + c), mv));
 #ifdef ATTN_BF16_DOT
         /* P V runs on P rounded to bf16; the sum (and so lse) keeps the f32
          * weights, as FlashAttention's rowsum does */
@@ -475,11 +501,10 @@ static void write_row(const flash_job *j, int64_t b, int64_t h, int64_t i, const
     const int64_t oo = b * d->o_strides[0] + h * d->o_strides[1] + i * d->o_strides[2];
     const bool empty = !nan && m == -INFINITY;
     const float inv = nan ? NAN : empty ? 0.0f : 1.0f / l;
-    if (d->dtype == TSR_F32) {
-        float *o = (float *)j->a->o + oo;
-        for (int64_t e = 0; e < d->head_dim; e++) o[e] = nan ? NAN : empty ? 0.0f : acc[e] * inv;
-    } else {
-        for (int64_t e = 0; e < d->head_dim; e++) tsr_store_f(j->a->o, d->dtype, oo + e, nan ? NAN : empty ? 0.0f : acc[e] * inv);
+    const vf iv = vf_set1(inv);
+    for (int64_t e = 0; e < d->head_dim; e += VL) {
+        const vf x = nan || empty ? iv : vf_mul(iv, vf_load(acc + e)); /* NaN or 0 whatever acc holds */
+        vf_store_n_dtype(j->a->o, d->dtype, oo + e, x, d->head_dim - e < VL ? (int)(d->head_dim - e) : VL);
     }
     if (d->lse)
         ((float *)d->lse)[(b * d->heads_q + h) * d->seq_q + i] = nan ? NAN : empty ? -INFINITY : m + logf(l);
@@ -519,6 +544,12 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
     const bool direct = nr4 <= 8 && D % VL == 0;
     const int64_t nr2 = round_up(nr, 2);
 #ifdef ATTN_BF16_DOT
+    const bool v_in_place = false;
+#else
+    /* f32 rows of whole vectors are already the P V tile's operand */
+    const bool v_in_place = d->dtype == TSR_F32 && D % VL == 0;
+#endif
+#ifdef ATTN_BF16_DOT
     if (!direct) pack_qw(j, B, nr2);
 #endif
     for (int64_t j0 = klo; j0 < kend; j0 += j->bk) {
@@ -529,7 +560,7 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
             block_direct(j, B, nr4, nk, bkp, kp, vp, 0);
         } else {
             pack_kt(j, B->k, bkp, kp, nk);
-            pack_v(j, B->v, vo + j0 * d->v_strides[2], nk);
+            if (!v_in_place) pack_v(j, B->v, vo + j0 * d->v_strides[2], nk);
             s_tiles(j, B, nr2, bkp);
         }
         for (int64_t r = 0; r < nr4; r++) {
@@ -549,7 +580,8 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
             online_row(j, B, r, bkp);
         }
         if (direct) block_direct(j, B, nr4, nk, bkp, kp, vp, 1);
-        else pv_tiles(j, B, nr2, nk, bkp);
+        else if (v_in_place) pv_tiles(j, B, nr2, nk, bkp, (const float *)vp, d->v_strides[2]);
+        else pv_tiles(j, B, nr2, nk, bkp, B->v, dp);
     }
 
     for (int64_t r = 0; r < nr; r++) {
