@@ -420,17 +420,35 @@ static void block_direct(const flash_job *j, const flash_buf *b, int64_t nr4, in
     }
 }
 
-/* exp(x) for x = logit - max <= 0 (or -inf, giving exactly 0). AVX-512:
- * the reduced polynomial scaled by vscalefps, which underflows to exact 0
- * (and to denormals on the way) where a shifted exponent would wrap, so a
- * floor at -200 replaces the clamps and the -inf blend of vf_exp_shifted. */
-static inline vf exp_nonpos(vf x) {
+/* exp(s - m) for a logit s <= the row max m (or s = -inf, giving exactly
+ * 0). AVX-512: 2^t for t = (s - m) log2(e) as 2^f (f = t - round(t) in
+ * [-1/2, 1/2], Cephes exp2f's polynomial, 1.7e-7 relative) scaled by
+ * vscalefps, which underflows to exact 0 (through denormals) where a
+ * shifted exponent would wrap: a floor at -300 replaces the clamps and the
+ * -inf blend of vf_exp_shifted, 12 operations instead of 18. */
+static inline vf exp_shifted_fast(vf s, vf m) {
 #if VL == 16
-    vf n;
-    const vf y = vf_exp_reduced(vf_max(x, vf_set1(-200.0f)), &n);
-    return _mm512_scalef_ps(y, n);
+    const vf t = vf_max(vf_mul(vf_sub(s, m), vf_set1(1.44269504088896341f)), vf_set1(-300.0f));
+    const vf n = vf_round(t), f = vf_sub(t, n);
+    vf p = vf_set1(1.535336188319500e-4f);
+    p = vf_fma(p, f, vf_set1(1.339887440266574e-3f));
+    p = vf_fma(p, f, vf_set1(9.618437357674640e-3f));
+    p = vf_fma(p, f, vf_set1(5.550332471162809e-2f));
+    p = vf_fma(p, f, vf_set1(2.402264791363012e-1f));
+    p = vf_fma(p, f, vf_set1(6.931472028550421e-1f));
+    p = vf_fma(p, f, vf_set1(1.0f));
+    return _mm512_scalef_ps(p, n);
 #else
-    return vf_zero_where(vf_exp(x), vf_is(x, vf_set1(-INFINITY), _CMP_EQ_OQ));
+    return vf_exp_shifted(s, m);
+#endif
+}
+
+/* The largest lane (NaN lanes: the caller has its own test). */
+static inline float row_max(vf v) {
+#if VL == 16
+    return _mm512_reduce_max_ps(v);
+#else
+    return vf_hmax(v);
 #endif
 }
 
@@ -454,7 +472,7 @@ static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_
 #endif
         mx = vf_max(mx, x);
     }
-    float m_old = b->m[r], m_new = vf_hmax(mx);
+    float m_old = b->m[r], m_new = row_max(mx);
     const bool bad = vf_any(nans) || m_new == INFINITY;
     if (bad) b->nan[r] = 1.0f;
     if (m_new < m_old) m_new = m_old;
@@ -470,7 +488,7 @@ static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_
     }
     vf sum = vf_zero(), mv = vf_set1(m_new);
     for (int64_t c = 0; c < bkp; c += VL) {
-        vf p = exp_nonpos(vf_sub(vf_load(s + c), mv));
+        vf p = exp_shifted_fast(vf_load(s + c), mv);
 #ifdef ATTN_BF16_DOT
         /* P V runs on P rounded to bf16; the sum (and so lse) keeps the f32
          * weights, as FlashAttention's rowsum does */
