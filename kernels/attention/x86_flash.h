@@ -454,7 +454,7 @@ static inline float row_max(vf v) {
 
 /* The online softmax over one block of a row's logits (in place: logits
  * become weights); rescales the row's accumulator when the max moves. */
-static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_t bkp) {
+static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_t bkp, bool direct) {
     float *s = b->s + r * bkp;
     vf mx = vf_set1(-INFINITY);
     /* NaN lanes gathered as a mask, tested once; +inf shows in the max */
@@ -493,12 +493,20 @@ static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_
         /* P V runs on P rounded to bf16; the sum (and so lse) keeps the f32
          * weights, as FlashAttention's rowsum does */
         _mm256_storeu_si256((__m256i *)(pw + c / 2), (__m256i)_mm512_cvtneps_pbh(p));
+        if (direct) vf_store(s + c, p); /* the direct path takes f32 weights */
+#else
+        (void)direct;
+        vf_store(s + c, p);
 #endif
-        vf_store(s + c, p); /* the direct path's f32 weights */
         sum = vf_add(sum, p);
     }
-    float alpha = m_old == -INFINITY ? 0.0f : expf(m_old - m_new);
+    /* once a row's max has settled, most blocks leave it where it was */
+    const float alpha = m_old == -INFINITY ? 0.0f : m_old == m_new ? 1.0f : expf(m_old - m_new);
+#if VL == 16
+    b->l[r] = b->l[r] * alpha + _mm512_reduce_add_ps(sum);
+#else
     b->l[r] = b->l[r] * alpha + vf_hsum(sum);
+#endif
     b->m[r] = m_new;
     if (alpha != 1.0f) {
         float *o = b->o + r * j->dp;
@@ -595,7 +603,7 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
                 }
             }
             for (int64_t c = vis; c < bkp; c++) s[c] = -INFINITY;
-            online_row(j, B, r, bkp);
+            online_row(j, B, r, bkp, direct);
         }
         if (direct) block_direct(j, B, nr4, nk, bkp, kp, vp, 1);
         else if (v_in_place) pv_tiles(j, B, nr2, nk, bkp, (const float *)vp, d->v_strides[2]);
