@@ -6,7 +6,8 @@
  * Per (batch, kv head), the query rows of every head that shares that kv
  * head (GQA: K and V are read once per group and never copied per head) are
  * cut into blocks of BQ rows. A block streams its keys in blocks of BK
- * through per-thread f32 buffers (converted from f16/bf16 while packing),
+ * through per-thread buffers (f16/bf16 converted to f32 while packing, but
+ * for the bf16 path),
  * keeps a running max, sum and output accumulator per row (the online
  * softmax) and never materialises the seq_q x seq_kv logits: extra memory is
  * O(BQ * (BK + head_dim)) per thread. Key blocks a causal mask hides from
@@ -19,7 +20,13 @@
  * by up to four 16-key vectors updated rank-1 per head-dim element (a
  * broadcast q value times a vector of keys: no lane reductions), and
  * O += P V is the same tile with P broadcast and V rows as the vector
- * operand. With ATTN_BF16_DOT (bf16 inputs on AVX512_BF16) both products
+ * operand (f32 V of whole vectors is read where it lies). The softmax
+ * runs between the two tiles as a row pass over the block's logits, which
+ * are still in L1/L2: the tiles keep ~90% of the FMA peak, the row pass and
+ * the packing cost 10-20% of the time (measured on Zen 4; fusing the max
+ * into the S tile would save about a fifth of the row pass, not tried).
+ * Decode blocks (few rows) take the direct path below, which reads K and V
+ * in place, converted in registers, never packed. With ATTN_BF16_DOT (bf16 inputs on AVX512_BF16) both products
  * run on vdpbf16ps over bf16 pairs: Kt holds pairs of head-dim elements,
  * P is rounded to bf16 (as FlashAttention does on GPUs) and V is packed as
  * pairs of consecutive keys; accumulation stays f32 and the row sums
