@@ -6,4 +6,8 @@
  * Returns the exit status. */
 int attention_suite_main(int threads, int quick, int want_summary);
 
+/* --rss: peak resident memory of fused and unfused attention at seq 8192,
+ * each in its own child process. */
+int attention_rss_main(int threads);
+
 #endif

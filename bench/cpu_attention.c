@@ -1,18 +1,26 @@
 /* tessera-bench --op attention: Tessera's fused attention on the CPU side by
  * side with the unfused path a framework falls back to (oneDNN sgemm for
  * S = scale Q K^T, the causal mask written into S, Tessera's softmax, oneDNN
- * sgemm for O = P V; S is seq_q x seq_kv per head), and decode against the
- * memory bandwidth measured by memcpy in the same run (it must read K and V
- * once). Names: attention/<dtype>/<variant>/<shape>/<impl>. */
+ * sgemm for O = P V; S is seq_q x seq_kv per head; bf16: oneDNN's bf16
+ * matmul primitive for both products, f32 S, softmax to bf16 P), and decode
+ * against the memory bandwidth measured by memcpy in the same run (it must
+ * read K and V once). Names: attention/<dtype>/<variant>/<shape>/<impl>.
+ * --rss instead runs each path once at seq 8192 in a child process and
+ * reports its peak resident memory (fused: O(seq) extra; unfused: S). */
+#define _DEFAULT_SOURCE /* wait4 */
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bench_attention.h"
 #include "fill.h"
 #include "gbench_shim.h"
+#include "impls.h"
 #include "tessera.h"
 #ifndef TSR_BENCH_NO_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -26,6 +34,7 @@ typedef struct attn_case {
     tsr_attention_desc d;
     void *q, *k, *v, *o;
     float *s;     /* unfused: the seq_q x seq_kv logits of one head */
+    void *p;      /* unfused bf16: the weights of one head, bf16 */
     size_t bytes; /* copy: bytes moved */
     char name[160];
     int failed;
@@ -54,6 +63,16 @@ static double kv_bytes(const tsr_attention_desc *d) {
            (double)tsr_dtype_size(d->dtype);
 }
 
+/* -inf where the causal mask hides a key, as a framework writes it into S. */
+static void mask_causal(const tsr_attention_desc *d, float *s) {
+    const int64_t S = d->seq_q, T = d->seq_kv;
+    if (d->causal == TSR_CAUSAL_NONE) return;
+    for (int64_t i = 0; i < S; i++) {
+        int64_t end = d->causal == TSR_CAUSAL_TOP_LEFT ? i + 1 : i + 1 + T - S;
+        for (int64_t j = end < 0 ? 0 : end; j < T; j++) s[i * T + j] = -INFINITY;
+    }
+}
+
 /* The unfused path, one (batch, head) at a time on contiguous BHSD data. */
 static int run_unfused(attn_case *c) {
 #ifdef TSR_BENCH_NO_ONEDNN
@@ -66,6 +85,21 @@ static int run_unfused(attn_case *c) {
     tsr_rowwise_desc rd;
     tsr_rowwise_desc_init(&rd);
     rd.rows = S, rd.cols = T;
+    if (d->dtype == TSR_BF16) { /* q holds scale * Q already (the primitive has no alpha) */
+        rd.y_dtype = TSR_BF16;
+        for (int64_t b = 0; b < d->batch; b++)
+            for (int64_t h = 0; h < d->heads_q; h++) {
+                const uint16_t *q = (const uint16_t *)c->q + (b * d->heads_q + h) * S * D;
+                const uint16_t *k = (const uint16_t *)c->k + (b * d->heads_kv + h / G) * T * D;
+                const uint16_t *v = (const uint16_t *)c->v + (b * d->heads_kv + h / G) * T * D;
+                float *o = (float *)c->o + (b * d->heads_q + h) * S * D;
+                if (impl_onednn.gemm_bf16(0, 1, S, T, D, q, k, c->s)) return -1;
+                mask_causal(d, c->s);
+                if (tsr_softmax(ctx, &rd, c->s, c->p) != TSR_OK) return -1;
+                if (impl_onednn.gemm_bf16(0, 0, S, D, T, c->p, v, o)) return -1;
+            }
+        return 0;
+    }
     for (int64_t b = 0; b < d->batch; b++)
         for (int64_t h = 0; h < d->heads_q; h++) {
             const float *q = (const float *)c->q + (b * d->heads_q + h) * S * D;
@@ -73,11 +107,7 @@ static int run_unfused(attn_case *c) {
             const float *v = (const float *)c->v + (b * d->heads_kv + h / G) * T * D;
             float *o = (float *)c->o + (b * d->heads_q + h) * S * D;
             if (dnnl_sgemm('N', 'T', S, T, D, scale, q, D, k, D, 0.0f, c->s, T) != dnnl_success) return -1;
-            if (d->causal != TSR_CAUSAL_NONE)
-                for (int64_t i = 0; i < S; i++) {
-                    int64_t end = d->causal == TSR_CAUSAL_TOP_LEFT ? i + 1 : i + 1 + T - S;
-                    for (int64_t j = end < 0 ? 0 : end; j < T; j++) c->s[i * T + j] = -INFINITY;
-                }
+            mask_causal(d, c->s);
             if (tsr_softmax(ctx, &rd, c->s, c->s) != TSR_OK) return -1;
             if (dnnl_sgemm('N', 'N', S, D, T, 1.0f, c->s, T, v, D, 0.0f, o, D) != dnnl_success) return -1;
         }
@@ -119,13 +149,17 @@ static attn_case *add(int impl, const tsr_attention_desc *d, const char *variant
     c->impl = impl, c->d = *d;
     size_t nq = (size_t)(d->batch * d->heads_q * d->seq_q * d->head_dim);
     size_t nk = (size_t)(d->batch * d->heads_kv * d->seq_kv * d->head_dim);
-    tsr_dtype t = impl == IMPL_UNFUSED ? TSR_F32 : d->dtype;
-    c->q = bench_filled(t, nq, 1, -0.5f, 0.5f);
+    const tsr_dtype t = d->dtype, ot = impl == IMPL_UNFUSED ? TSR_F32 : t; /* the primitive writes f32 */
+    const bool bf16_unfused = impl == IMPL_UNFUSED && t == TSR_BF16;
+    const float qs = bf16_unfused ? 0.5f / sqrtf((float)d->head_dim) : 0.5f; /* scale folded into q */
+    c->q = bench_filled(t, nq, 1, -qs, qs);
     c->k = bench_filled(t, nk, 2, -0.5f, 0.5f);
     c->v = bench_filled(t, nk, 3, -0.5f, 0.5f);
-    c->o = malloc(nq * tsr_dtype_size(t));
-    if (impl == IMPL_UNFUSED) c->s = malloc(sizeof(float) * (size_t)(d->seq_q * d->seq_kv));
-    c->failed = !c->q || !c->k || !c->v || !c->o || (impl == IMPL_UNFUSED && !c->s);
+    c->o = malloc(nq * tsr_dtype_size(ot));
+    const size_t ss = (size_t)(d->seq_q * d->seq_kv);
+    if (impl == IMPL_UNFUSED) c->s = malloc(sizeof(float) * ss);
+    if (bf16_unfused) c->p = malloc(2 * ss);
+    c->failed = !c->q || !c->k || !c->v || !c->o || (impl == IMPL_UNFUSED && !c->s) || (bf16_unfused && !c->p);
     snprintf(c->name, sizeof c->name, "attention/%s/%s/b%lld_h%lld-%lld_sq%lld_skv%lld_d%lld/%s",
              tsr_dtype_name(d->dtype), variant, (long long)d->batch, (long long)d->heads_q, (long long)d->heads_kv,
              (long long)d->seq_q, (long long)d->seq_kv, (long long)d->head_dim,
@@ -140,7 +174,7 @@ static void add_prefill(int64_t heads, int64_t seq, int64_t dim, tsr_causal caus
     d.causal = causal;
     const char *variant = causal == TSR_CAUSAL_NONE ? "prefill" : "prefill_causal";
     add(IMPL_TESSERA, &d, variant);
-    if (unfused && t == TSR_F32) add(IMPL_UNFUSED, &d, variant);
+    if (unfused) add(IMPL_UNFUSED, &d, variant);
 }
 
 static void add_decode(int64_t seq_kv, tsr_dtype t) {
@@ -187,7 +221,7 @@ int attention_suite_main(int threads, int quick, int want_summary) {
                 int64_t heads = seqs[si] >= 2048 ? 2 : 4;
                 add_prefill(heads, seqs[si], dims[di], causal ? TSR_CAUSAL_TOP_LEFT : TSR_CAUSAL_NONE, TSR_F32, unfused);
                 if (!quick) add_prefill(heads, seqs[si], dims[di], causal ? TSR_CAUSAL_TOP_LEFT : TSR_CAUSAL_NONE,
-                                        TSR_BF16, 0);
+                                        TSR_BF16, unfused);
             }
     const int64_t kvs[] = {4096, 8192, 16384, 32768};
     for (int i = 0; i < (quick ? 2 : 4); i++) add_decode(kvs[i], TSR_BF16), add_decode(kvs[i], TSR_F32);
@@ -224,5 +258,57 @@ int attention_suite_main(int threads, int quick, int want_summary) {
         }
     }
     tsr_context_destroy(ctx);
+    return 0;
+}
+
+/* --rss: one path at seq 8192 (b1, 2 heads, d 128) in a child process; the
+ * parent reads the child's peak RSS from wait4. A child that only sets up
+ * the inputs gives the baseline, so "extra" is what the path itself holds. */
+static long rss_child_kib(int threads, int impl, tsr_dtype t, int run) {
+    fflush(stdout);
+    const pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        tsr_context_options o;
+        tsr_context_options_init(&o);
+        o.num_threads = threads;
+        if (tsr_context_create(&ctx, &o) != TSR_OK) _exit(2);
+        omp_set_num_threads(threads);
+        tsr_attention_desc d;
+        tsr_attention_desc_init(&d);
+        d.batch = 1, d.heads_q = d.heads_kv = 2, d.seq_q = d.seq_kv = 8192, d.head_dim = 128, d.dtype = t;
+        attn_case *c = add(impl, &d, "rss");
+        _exit(!c || c->failed || (run && run_case(c)) ? 3 : 0);
+    }
+    int status = 0;
+    struct rusage ru;
+    if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) return -1;
+    return ru.ru_maxrss; /* KiB on Linux */
+}
+
+int attention_rss_main(int threads) {
+    printf("tessera-bench attention --rss: peak RSS of one call at b1 h2 seq 8192 d128, %d threads "
+           "(MiB; extra = over a child that only sets up q, k, v, o)\n", threads);
+#ifdef TSR_BENCH_NO_ONEDNN
+    const int impls = 1;
+    printf("skip unfused: oneDNN was not found when tessera-bench was configured\n");
+#else
+    const int impls = 2;
+#endif
+    const tsr_dtype dts[] = {TSR_F32, TSR_BF16};
+    printf("%-8s %-10s %10s %10s\n", "dtype", "path", "peak", "extra");
+    for (int di = 0; di < 2; di++) {
+        const long base = rss_child_kib(threads, IMPL_TESSERA, dts[di], 0);
+        for (int i = 0; i < impls; i++) {
+            const int impl = i == 0 ? IMPL_TESSERA : IMPL_UNFUSED;
+            const long kib = rss_child_kib(threads, impl, dts[di], 1);
+            if (kib < 0 || base < 0) {
+                printf("%-8s %-10s %10s\n", tsr_dtype_name(dts[di]), i ? "unfused" : "fused", "failed");
+                continue;
+            }
+            printf("%-8s %-10s %10.1f %10.1f\n", tsr_dtype_name(dts[di]), i ? "unfused" : "fused", kib / 1024.0,
+                   (kib - base) / 1024.0);
+        }
+    }
     return 0;
 }

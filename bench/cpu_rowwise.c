@@ -1,8 +1,11 @@
 /* tessera-bench --op rowwise: softmax, layernorm and rmsnorm on the CPU,
  * and a fused chain (SwiGLU's silu(x) * g, two inputs and one output),
  * against memcpy in the same run (an op that reads its inputs once and
- * writes its output once can at best move bytes as fast as a copy). Sizes
- * from 4 KiB rows x 1 to 256 MiB. Names: <op>/<dtype>/rows/<R>x<C>/tessera. */
+ * writes its output once can at best move bytes as fast as a copy) and
+ * against oneDNN's softmax, layer normalization, and swish + binary-mul
+ * primitives on the same buffers (oneDNN 2.6 has no RMS norm). Sizes from
+ * 4 KiB rows x 1 to 256 MiB. Names: <op>/<dtype>/rows/<R>x<C>/<impl>. */
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,10 +13,11 @@
 #include "bench_rowwise.h"
 #include "fill.h"
 #include "gbench_shim.h"
+#include "row_onednn.h"
 #include "tessera.h"
 
 enum { OP_COPY, OP_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_SWIGLU };
-#define MAX_ROW_CASES 64
+#define MAX_ROW_CASES 128
 
 typedef struct row_case {
     int op;
@@ -22,7 +26,9 @@ typedef struct row_case {
     tsr_chain_desc chain;
     tsr_tensor_desc t;
     float *gamma, *beta;
-    size_t bytes; /* read + written */
+    row_prim *prim; /* oneDNN's primitive: this case runs it on the buffers of the case before */
+    const char *why; /* why oneDNN has none */
+    size_t bytes;    /* read + written */
     char name[128];
 } row_case;
 
@@ -45,8 +51,18 @@ static tsr_status run_row(row_case *c) {
 
 static void bench_row(gb_state *st, void *arg) {
     row_case *c = arg;
+    if (c->why) {
+        gb_skip_with_error(st, c->why);
+        return;
+    }
     if (!c->x || !c->y || (c->op == OP_SWIGLU && !c->g)) {
         gb_skip_with_error(st, "out of memory");
+        return;
+    }
+    if (c->prim) {
+        int bad = row_onednn_run(c->prim, c->x, c->g, c->gamma, c->beta, c->y);
+        while (!bad && gb_keep_running(st)) bad = row_onednn_run(c->prim, c->x, c->g, c->gamma, c->beta, c->y);
+        if (bad) gb_skip_with_error(st, "onednn: the primitive failed to run");
         return;
     }
     /* one untimed call: pages the VM gave back are faulted in again here */
@@ -81,6 +97,20 @@ static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
     }
     snprintf(c->name, sizeof c->name, "%s/%s/rows/%lldx%lld/%s", names[op], tsr_dtype_name(t), (long long)rows,
              (long long)cols, op == OP_COPY ? "memcpy" : "tessera");
+    if (op == OP_COPY || ncases == MAX_ROW_CASES) return;
+    /* oneDNN's primitive on the same buffers, the next case */
+    static const int prim_op[] = {0, ROW_ONEDNN_SOFTMAX, ROW_ONEDNN_LAYERNORM, ROW_ONEDNN_RMSNORM, ROW_ONEDNN_SWIGLU};
+    row_case *o = &cases[ncases++];
+    *o = *c;
+    o->prim = row_onednn_create(prim_op[op], t, rows, cols, c->d.epsilon, &o->why);
+    snprintf(o->name, sizeof o->name, "%s/%s/rows/%lldx%lld/onednn", names[op], tsr_dtype_name(t), (long long)rows,
+             (long long)cols);
+}
+
+static double gbps_of(const gb_result *r, int nr, const char *name, int *found) {
+    for (int k = 0; k < nr; k++)
+        if (!strncmp(r[k].name, name, strlen(name)) && !r[k].error) return *found = 1, r[k].gbps;
+    return *found = 0, 0.0;
 }
 
 int rowwise_suite_main(int threads, int quick, int want_summary) {
@@ -91,6 +121,7 @@ int rowwise_suite_main(int threads, int quick, int want_summary) {
     tsr_context_info info = {.size = sizeof info};
     tsr_context_get_info(ctx, &info);
     printf("tessera-bench rowwise: %s, tessera arch %s, %d threads\n", info.device_name, info.arch, threads);
+    omp_set_num_threads(threads); /* Debian's oneDNN uses OpenMP */
     /* 4 KiB, 1 MiB (cache), 64 MiB and 256 MiB (memory) of f32 input */
     const int64_t shapes[][2] = {{1, 1024}, {64, 4096}, {4096, 4096}, {16384, 4096}};
     const int nshapes = quick ? 3 : 4;
@@ -103,25 +134,35 @@ int rowwise_suite_main(int threads, int quick, int want_summary) {
     if (want_summary) {
         const gb_result *r;
         int nr = gb_results(&r);
-        printf("\nsummary (rowwise, %d threads): GB/s read + written, and as %% of memcpy of the same bytes\n",
-               threads);
+        printf("\nsummary (rowwise, %d threads): GB/s read + written, as %% of memcpy of the same bytes, "
+               "and against oneDNN's primitive\n", threads);
+        printf("%-36s %9s %8s %9s %9s %7s\n", "case", "tessera", "memcpy", "% memcpy", "onednn", "ratio");
         double copy = 0;
         for (int i = 0; i < ncases; i++) {
-            double g = 0;
-            int found = 0;
-            for (int k = 0; k < nr; k++)
-                if (!strncmp(r[k].name, cases[i].name, strlen(cases[i].name)) && !r[k].error) g = r[k].gbps, found = 1;
+            int found = 0, ofound = 0;
+            const double g = gbps_of(r, nr, cases[i].name, &found);
             if (cases[i].op == OP_COPY) {
                 copy = g;
                 continue;
             }
-            if (!found) continue; /* filtered out, or failed (reported above) */
-            printf("%-44s %8.1f GB/s %7.1f%% of memcpy (%.1f)\n", cases[i].name, g, copy > 0 ? 100 * g / copy : 0,
-                   copy);
+            if (cases[i].prim || cases[i].why || !found) continue; /* oneDNN's own, filtered out, or failed */
+            const double od = i + 1 < ncases ? gbps_of(r, nr, cases[i + 1].name, &ofound) : 0;
+            char base[128];
+            snprintf(base, sizeof base, "%.*s", (int)(strrchr(cases[i].name, '/') - cases[i].name), cases[i].name);
+            if (ofound && od > 0)
+                printf("%-36s %9.1f %8.1f %8.1f%% %9.1f %6.2fx\n", base, g, copy, copy > 0 ? 100 * g / copy : 0, od,
+                       g / od);
+            else
+                printf("%-36s %9.1f %8.1f %8.1f%% %9s %7s\n", base, g, copy, copy > 0 ? 100 * g / copy : 0, "-", "-");
         }
     }
-    for (int i = 0; i < ncases; i++)
+    for (int i = 0; i < ncases; i++) {
+        if (cases[i].prim || cases[i].why) { /* oneDNN's: the buffers belong to the case before */
+            row_onednn_destroy(cases[i].prim);
+            continue;
+        }
         free(cases[i].x), free(cases[i].y), free(cases[i].g), free(cases[i].gamma), free(cases[i].beta);
+    }
     tsr_context_destroy(ctx);
     return 0;
 }

@@ -79,7 +79,7 @@ static void usage(void) {
          "                     [--threads N] [--dtypes LIST] [--summary] [--json FILE] [--quick]\n"
          "                     [Google Benchmark flags]\n"
          "  --op       gemm (default), or attention: fused attention vs the unfused sgemm + softmax +\n"
-         "             sgemm path, decode vs memcpy bandwidth (CPU); or rowwise: softmax and norms\n"
+         "             sgemm path (bf16: oneDNN's bf16 matmul), decode vs memcpy bandwidth (CPU); or rowwise: softmax and norms\n"
          "             vs memcpy of the same bytes (CPU); or conv: conv2d NHWC with fused bias/residual/relu\n"
          "             vs oneDNN's convolution (fixed OHWI weights and prepacked `any`), f32 and bf16,\n"
          "             batch 1 and 32 (--quick: 1) on the sets resnet50 and mobilenetv2_dw (CPU); or\n"
@@ -90,6 +90,7 @@ static void usage(void) {
          "             opencl: GEMM and ResNet-50 convolutions against CLBlast as shipped (clblast) and\n"
          "             with its own tuner's best parameters (clblast_tuned), plus Tessera's CPU GEMM\n"
          "             (tessera_cpu) when the device is the CPU; TESSERA_OPENCL_DEVICE picks the device\n"
+         "  --rss      attention: peak RSS of fused vs unfused at seq 8192, each in a child process\n"
          "  --first-result  opencl: time a new process to its first GEMM result, cold and warm binary cache\n"
          "  --clblast-tune-timeout S  opencl: budget for clblast_tuner_xgemm when no result is cached\n"
          "             (default 2400 s, --quick 600 s)\n"
@@ -158,7 +159,7 @@ static bool offers(const gemm_impl *impl, int dt) {
 
 int main(int argc, char **argv) {
     const char *sets[16];
-    int nsets = 0, summary = 0, quick = 0, first_result = 0, tune_timeout = 0;
+    int nsets = 0, summary = 0, quick = 0, rss = 0, first_result = 0, tune_timeout = 0;
     if (argc == 3 && !strcmp(argv[1], "--first-result-child")) {
 #ifdef TSR_BENCH_OPENCL
         return opencl_first_result_child(argv[2]);
@@ -176,6 +177,7 @@ int main(int argc, char **argv) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return usage(), 0;
         else if (!strcmp(argv[i], "--summary")) summary = 1;
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--rss")) rss = 1;
         else if (!strcmp(argv[i], "--first-result")) first_result = 1;
         else if (!strcmp(argv[i], "--clblast-tune-timeout") && i + 1 < argc) tune_timeout = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--shapes") && i + 1 < argc && nsets < 16) sets[nsets++] = argv[++i];
@@ -215,7 +217,7 @@ int main(int argc, char **argv) {
     }
     if (!strcmp(op, "attention")) {
         if (cuda) return fprintf(stderr, "tessera-bench: --op attention runs on the CPU backend only so far\n"), 2;
-        return attention_suite_main(threads, quick, summary);
+        return rss ? attention_rss_main(threads) : attention_suite_main(threads, quick, summary);
     }
     if (!strcmp(op, "conv")) {
         if (cuda) {
