@@ -151,7 +151,6 @@ typedef struct job {
     float *c;   /* f32 C */
     char *cn;   /* f16/bf16 C (one K block: partial sums never round to it) */
     int64_t batch_index;
-    int64_t n_lo, n_hi; /* the columns of C this job computes */
     int64_t mc, kc, nc;
     bool pack_a, pack_b;
     bool plain_epilogue; /* ukr_epilogue_plain can run it: tiles still stored from registers */
@@ -622,19 +621,19 @@ static void team_barrier(int nth) {
  * ap (MC x KC) and bp (KC x NC), both packed. */
 static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     const tsr_gemm_desc *d = &j->g->d;
-    const int64_t M = d->m, K = d->k, N0 = j->n_lo, N1 = j->n_hi, NW = N1 - N0;
+    const int64_t M = d->m, N = d->n, K = d->k;
     if (K == 0) {
         scale_only(j, tid, nth);
         return;
     }
 #ifdef GEMM_BF16_DOT
     if (bf16_dot_ok(d)) { /* x W^T with few rows: B streams once, unpacked */
-        dot_columns(j, N0 + NW * tid / nth, N0 + NW * (tid + 1) / nth);
+        dot_columns(j, N * tid / nth, N * (tid + 1) / nth);
         return;
     }
 #endif
     if (!j->pack_b && (d->trans_b || M <= STREAM_ROWS)) { /* contiguous column ranges per thread */
-        int64_t lo = N0 + NW * tid / nth / VL * VL, hi = tid == nth - 1 ? N1 : N0 + NW * (tid + 1) / nth / VL * VL;
+        int64_t lo = N * tid / nth / VL * VL, hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
         if (d->trans_b) dot_columns(j, lo, hi);
         else stream_rows(j, lo, hi);
         return;
@@ -642,11 +641,11 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     /* Equal blocks of at most nc columns and kc k: no thin last column block
      * repacking all of A, no short last K block paying a full pass over C.
      * K blocks stay multiples of 8 (whole transposes when packing). */
-    const int64_t nblocks = (NW + j->nc - 1) / j->nc, ncb = ((NW + nblocks - 1) / nblocks + NR - 1) / NR * NR;
+    const int64_t nblocks = (N + j->nc - 1) / j->nc, ncb = ((N + nblocks - 1) / nblocks + NR - 1) / NR * NR;
     const int64_t kblocks = (K + j->kc - 1) / j->kc, kc8 = ((K + kblocks - 1) / kblocks + 7) / 8 * 8;
     const int64_t kcb = kc8 < j->kc ? kc8 : j->kc;
-    for (int64_t jc = N0; jc < N1; jc += ncb) {
-        int64_t ncur = N1 - jc < ncb ? N1 - jc : ncb, npanels = (ncur + NR - 1) / NR;
+    for (int64_t jc = 0; jc < N; jc += ncb) {
+        int64_t ncur = N - jc < ncb ? N - jc : ncb, npanels = (ncur + NR - 1) / NR;
         for (int64_t pc = 0; pc < K; pc += kcb) {
             int64_t kcur = K - pc < kcb ? K - pc : kcb;
             bool first = pc == 0, last = pc + kcur == K;
@@ -705,7 +704,7 @@ static job job_for(const job *base, int64_t bt) {
 static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
-    job base = {.g = g, .n_lo = 0, .n_hi = d->n, .mc = s->v[KNOB_MC], .kc = s->v[KNOB_KC], .nc = s->v[KNOB_NC],
+    job base = {.g = g, .mc = s->v[KNOB_MC], .kc = s->v[KNOB_KC], .nc = s->v[KNOB_NC],
                 .pack_a = s->v[KNOB_PACK_A] != 0, .pack_b = s->v[KNOB_PACK_B] != 0,
                 .plain_epilogue = ukr_epilogue_is_plain(&d->epilogue)};
     if (!base.pack_a && !can_skip_pack_a(d)) base.pack_a = true;
