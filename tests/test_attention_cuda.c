@@ -11,117 +11,46 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "testutil.h"
+#include "attention_check.h"
 
-static tsr_context *cuda_context(void) {
-    tsr_context_options o;
-    tsr_context_options_init(&o);
-    o.backend = TSR_BACKEND_CUDA;
-    tsr_context *ctx = NULL;
-    if (tsr_context_create(&ctx, &o) != TSR_OK) {
-        printf("SKIP attention_cuda: backend cuda: %s\n", tsr_last_error());
-        return NULL;
-    }
-    return ctx;
-}
-
-typedef struct fcase {
-    int64_t b, hq, hkv, sq, skv, d;
-    tsr_causal causal;
-    tsr_dtype dt;
-    int mask; /* 0 none, 1 per-row f32 with whole rows at -inf, 2 in the dtype, broadcast over heads */
-    float amp;
-} fcase;
-
-/* Runs kernel k with schedule s; returns 1 when it ran. */
-static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const fcase *c, const tsr_schedule *s) {
-    tsr_attention_desc d;
-    tsr_attention_desc_init(&d);
-    d.batch = c->b, d.heads_q = c->hq, d.heads_kv = c->hkv, d.seq_q = c->sq, d.seq_kv = c->skv, d.head_dim = c->d;
-    d.dtype = c->dt, d.causal = c->causal;
-    const int64_t nq = c->b * c->hq * c->sq * c->d, nk = c->b * c->hkv * c->skv * c->d;
-    const size_t es = tsr_dtype_size(c->dt);
-    void *q = malloc((size_t)nq * es + 1), *kk = malloc((size_t)nk * es + 1), *v = malloc((size_t)nk * es + 1);
-    void *o1 = malloc((size_t)nq * es + 1), *o2 = malloc((size_t)nq * es + 1);
-    float *l1 = malloc(sizeof(float) * (size_t)(c->b * c->hq * c->sq + 1)), *l2 = malloc(sizeof(float) * (size_t)(c->b * c->hq * c->sq + 1));
-    tt_fill(q, c->dt, nq, 91, -c->amp, c->amp);
-    tt_fill(kk, c->dt, nk, 92, -c->amp, c->amp);
-    tt_fill(v, c->dt, nk, 93, -1, 1);
-    void *mask = NULL;
-    if (c->mask == 1) { /* [b][h][i][j] dense f32; every 3rd row fully -inf */
-        int64_t n = c->b * c->hq * c->sq * c->skv;
-        float *m = malloc(sizeof(float) * (size_t)(n + 1));
-        tt_fill(m, TSR_F32, n, 94, -2, 2);
-        for (int64_t r = 0; r < c->b * c->hq * c->sq; r += 3)
-            for (int64_t j = 0; j < c->skv; j++) m[r * c->skv + j] = -INFINITY;
-        mask = m, d.mask_dtype = TSR_F32;
-        d.mask_strides[0] = c->hq * c->sq * c->skv, d.mask_strides[1] = c->sq * c->skv, d.mask_strides[2] = c->skv;
-    } else if (c->mask == 2) { /* [b][i][j] in the dtype, broadcast over heads */
-        int64_t n = c->b * c->sq * c->skv;
-        mask = malloc((size_t)n * es + 1);
-        tt_fill(mask, c->dt, n, 95, -3, 1);
-        d.mask_dtype = c->dt;
-        d.mask_strides[0] = c->sq * c->skv, d.mask_strides[1] = 0, d.mask_strides[2] = c->skv;
-    }
-    d.mask = mask;
-    d.lse = l1;
-    ck_assert_msg(tsr_attention(ref, &d, q, kk, v, o1) == TSR_OK, "%s", tsr_last_error());
-    int ran = 0;
-    tsr_problem p;
-    memset(&p, 0, sizeof p);
-    p.op = TSR_OP_ATTENTION;
-    p.u.attention.d = d;
-    p.u.attention.d.lse = l2;
-    p.u.attention.d.scale = (float)(1.0 / sqrt((double)c->d)); /* as the front resolves it */
-    p.u.attention.d.q_strides[0] = c->hq * c->sq * c->d, p.u.attention.d.q_strides[1] = c->sq * c->d;
-    p.u.attention.d.q_strides[2] = c->d;
-    memcpy(p.u.attention.d.o_strides, p.u.attention.d.q_strides, sizeof p.u.attention.d.o_strides);
-    p.u.attention.d.k_strides[0] = c->hkv * c->skv * c->d, p.u.attention.d.k_strides[1] = c->skv * c->d;
-    p.u.attention.d.k_strides[2] = c->d;
-    memcpy(p.u.attention.d.v_strides, p.u.attention.d.k_strides, sizeof p.u.attention.d.v_strides);
-    /* device copies; o and lse start as NaN patterns so unwritten rows show */
-    void *dq = tt_upload(ctx, q, (size_t)nq * es), *dk = tt_upload(ctx, kk, (size_t)nk * es);
-    void *dv = tt_upload(ctx, v, (size_t)nk * es);
-    memset(o2, 0xff, (size_t)nq * es);
-    memset(l2, 0xff, sizeof(float) * (size_t)(c->b * c->hq * c->sq));
-    void *dout = tt_upload(ctx, o2, (size_t)nq * es);
-    float *dl = tt_upload(ctx, l2, sizeof(float) * (size_t)(c->b * c->hq * c->sq));
-    void *dmask = NULL;
-    if (mask) {
-        const int64_t mn = c->mask == 1 ? c->b * c->hq * c->sq * c->skv : c->b * c->sq * c->skv;
-        dmask = tt_upload(ctx, mask, (size_t)mn * tsr_dtype_size(d.mask_dtype));
-    }
+/* Runs kernel k with schedule s on device copies of the case's buffers;
+ * returns 1 when the kernel took the case and the schedule applied. */
+static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const attn_case *c, const tsr_schedule *s) {
+    attn_data t;
+    tt_attention_setup(ref, c, &t);
+    /* device copies of the operands and of the NaN-filled outputs */
+    const size_t qb = (size_t)t.nq * t.es, kb = (size_t)t.nk * t.es, lb = sizeof(float) * (size_t)t.rows;
+    void *dq = tt_upload(ctx, t.q, qb), *dk = tt_upload(ctx, t.k, kb), *dv = tt_upload(ctx, t.v, kb);
+    void *dout = tt_upload(ctx, t.o, qb);
+    float *dl = tt_upload(ctx, t.lse, lb);
+    void *dmask = t.mask ? tt_upload(ctx, t.mask, t.mask_bytes) : NULL;
+    tsr_problem p = t.p;
     p.u.attention.d.mask = dmask;
     p.u.attention.d.lse = dl;
     p.u.attention.q = dq, p.u.attention.k = dk, p.u.attention.v = dv, p.u.attention.o = dout;
+    int ran = 0;
     char why[160];
     if (!k->supports(&p, ctx, why, sizeof why) || (k->schedule_valid && !k->schedule_valid(&p, ctx, s))) goto done;
     ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
     ck_assert_int_eq(tsr_synchronize(ctx), TSR_OK);
-    tt_download(ctx, o2, dout, (size_t)nq * es);
-    tt_download(ctx, l2, dl, sizeof(float) * (size_t)(c->b * c->hq * c->sq));
-    char what[200];
-    snprintf(what, sizeof what, "%s b%lld h%lld/%lld sq%lld skv%lld d%lld causal%d %s mask%d amp%g bq%d bk%d warps%d split%d",
-             k->name, (long long)c->b, (long long)c->hq, (long long)c->hkv, (long long)c->sq, (long long)c->skv,
-             (long long)c->d, (int)c->causal, tsr_dtype_name(c->dt), c->mask, (double)c->amp, s->v[0], s->v[1],
-             s->v[2], s->v[3]);
-    double tol = c->dt == TSR_F32 ? 2e-5 : c->dt == TSR_F16 ? 2e-3 : 1.6e-2;
-    ck_assert_msg(tt_compare(what, o2, o1, c->dt, nq, tol, tol) == 0, "%s", what);
-    ck_assert_msg(tt_compare(what, l2, l1, TSR_F32, c->b * c->hq * c->sq, 1e-4, 1e-5) == 0, "lse: %s", what);
+    tt_download(ctx, t.o, dout, qb);
+    tt_download(ctx, t.lse, dl, lb);
+    char knobs[64];
+    snprintf(knobs, sizeof knobs, "bq%d bk%d warps%d split%d", s->v[0], s->v[1], s->v[2], s->v[3]);
+    tt_attention_compare(&t, c, k->name, knobs, tt_attention_o_tol(c->dt), tt_attention_o_tol(c->dt));
     ran = 1;
 done:
     tt_free(ctx, dq), tt_free(ctx, dk), tt_free(ctx, dv), tt_free(ctx, dout), tt_free(ctx, dl), tt_free(ctx, dmask);
-    free(q), free(kk), free(v), free(o1), free(o2), free(l1), free(l2), free(mask);
+    tt_attention_release(&t);
     return ran;
 }
 
 START_TEST(flash_knobs_shapes) {
-    tsr_context *ctx = cuda_context(), *ref = tt_ref_context();
+    tsr_context *ctx = tt_cuda_context("attention_cuda"), *ref = tt_ref_context();
     if (!ctx) return tsr_context_destroy(ref), (void)0;
     const tsr_kernel *k = tsr_registry_find("attention.sm80.flash");
     ck_assert_ptr_nonnull(k);
-    const fcase cases[] = {
+    const attn_case cases[] = {
         {1, 1, 1, 1, 1, 64, TSR_CAUSAL_NONE, TSR_F16, 0, 1},
         {2, 4, 1, 7, 67, 64, TSR_CAUSAL_BOTTOM_RIGHT, TSR_BF16, 1, 1},    /* GQA 4, seq_q < seq_kv, masked rows */
         {1, 8, 1, 1, 1031, 128, TSR_CAUSAL_NONE, TSR_BF16, 0, 1},         /* decode, MQA 8 */
@@ -149,20 +78,12 @@ START_TEST(flash_knobs_shapes) {
                         ran += check(ctx, ref, k, &cases[ci], &s);
                     }
     /* the heuristic's schedule, decode and prefill */
-    const fcase dflt[] = {{1, 32, 8, 1, 4099, 128, TSR_CAUSAL_NONE, TSR_BF16, 0, 1},
-                          {2, 4, 4, 200, 200, 64, TSR_CAUSAL_TOP_LEFT, TSR_F16, 0, 1},
-                          {1, 4, 1, 300, 333, 96, TSR_CAUSAL_BOTTOM_RIGHT, TSR_F16, 0, 1}};
+    const attn_case dflt[] = {{1, 32, 8, 1, 4099, 128, TSR_CAUSAL_NONE, TSR_BF16, 0, 1},
+                              {2, 4, 4, 200, 200, 64, TSR_CAUSAL_TOP_LEFT, TSR_F16, 0, 1},
+                              {1, 4, 1, 300, 333, 96, TSR_CAUSAL_BOTTOM_RIGHT, TSR_F16, 0, 1}};
     for (int ci = 0; ci < 3; ci++) {
-        tsr_problem p;
-        memset(&p, 0, sizeof p);
-        p.op = TSR_OP_ATTENTION;
-        tsr_attention_desc_init(&p.u.attention.d);
-        tsr_attention_desc *d = &p.u.attention.d;
-        d->batch = dflt[ci].b, d->heads_q = dflt[ci].hq, d->heads_kv = dflt[ci].hkv, d->seq_q = dflt[ci].sq;
-        d->seq_kv = dflt[ci].skv, d->head_dim = dflt[ci].d, d->dtype = dflt[ci].dt;
         tsr_schedule s;
-        memset(&s, 0, sizeof s);
-        k->default_schedule(&p, ctx, &s);
+        tt_attention_default_schedule(k, ctx, &dflt[ci], &s);
         ran += check(ctx, ref, k, &dflt[ci], &s);
     }
     printf("attention_cuda: flash: %d kernel runs checked\n", ran);
@@ -176,7 +97,7 @@ END_TEST
  * f32, head dim 80 and odd strides go to the row-wise kernel, and the
  * public call through it matches the reference on BSHD (strided) tensors. */
 START_TEST(dispatch_and_strides) {
-    tsr_context *ctx = cuda_context(), *ref = tt_ref_context();
+    tsr_context *ctx = tt_cuda_context("attention_cuda"), *ref = tt_ref_context();
     if (!ctx) return tsr_context_destroy(ref), (void)0;
     tsr_problem p;
     memset(&p, 0, sizeof p);

@@ -12,108 +12,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
-#include "testutil.h"
+#include "conv_check.h"
 
 static const char *kernels[] = {"conv2d.x86_avx512.f32", "conv2d.x86_avx2.f32"};
 
-enum { EPI_NONE, EPI_BIAS, EPI_BIAS_ACT, EPI_RES, EPI_ALL, EPI_RES_INPLACE };
-
-typedef struct ccase {
-    int64_t n, c, h, w, k, r, s, sh, sw, pt, pb, pl, pr, dh, dw, g;
-    tsr_tensor_format fmt;
-    tsr_filter_format ffmt;
-    tsr_dtype dt, yt;
-    int epi;
-    tsr_activation act;
-} ccase;
-
-static void desc_of(const ccase *c, tsr_conv2d_desc *d) {
-    tsr_conv2d_desc_init(d);
-    d->format = c->fmt, d->filter_format = c->ffmt;
-    d->n = c->n, d->c = c->c, d->h = c->h, d->w = c->w, d->k = c->k, d->r = c->r, d->s = c->s;
-    d->stride_h = c->sh, d->stride_w = c->sw, d->pad_top = c->pt, d->pad_bottom = c->pb;
-    d->pad_left = c->pl, d->pad_right = c->pr, d->dilation_h = c->dh, d->dilation_w = c->dw, d->groups = c->g;
-    d->x_dtype = d->w_dtype = c->dt, d->y_dtype = c->yt;
-}
-
-/* Runs kernel k with schedule s; returns 1 when the schedule applied. */
-static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const ccase *c, const tsr_schedule *s) {
-    tsr_conv2d_desc d;
-    desc_of(c, &d);
-    int64_t P, Q;
-    ck_assert_msg(tsr_conv2d_output_shape(&d, &P, &Q) == TSR_OK, "%s", tsr_last_error());
-    const int64_t xn = c->n * c->c * c->h * c->w, wn = c->k * (c->c / c->g) * c->r * c->s, yn = c->n * c->k * P * Q;
-    const size_t es = tsr_dtype_size(c->dt), ys = tsr_dtype_size(c->yt);
-    void *x = malloc((size_t)xn * es + 1), *w = malloc((size_t)wn * es + 1);
-    void *y1 = malloc((size_t)yn * ys + 1), *y2 = malloc((size_t)yn * ys + 1), *res = malloc((size_t)yn * ys + 1);
-    void *bias = malloc((size_t)c->k * ys + 1);
-    tt_fill(x, c->dt, xn, 11 + (uint64_t)c->c, -1, 1);
-    tt_fill(w, c->dt, wn, 12 + (uint64_t)c->k, -1, 1);
-    tt_fill(bias, c->yt, c->k, 13, -1, 1);
-    tt_fill(res, c->yt, yn, 14, -1, 1);
-    tt_fill_sentinel(y2, (size_t)yn * ys);
-
-    /* sum |x||w| per output: the reference on absolute values */
-    float *ax = malloc(sizeof(float) * (size_t)(xn + 1)), *aw = malloc(sizeof(float) * (size_t)(wn + 1));
-    float *bound = malloc(sizeof(float) * (size_t)(yn + 1));
-    for (int64_t i = 0; i < xn; i++) ax[i] = fabsf(tsr_load_f(x, c->dt, i));
-    for (int64_t i = 0; i < wn; i++) aw[i] = fabsf(tsr_load_f(w, c->dt, i));
-    tsr_conv2d_desc da = d;
-    da.x_dtype = da.w_dtype = da.y_dtype = TSR_F32;
-    ck_assert_msg(tsr_conv2d(ref, &da, ax, aw, bound) == TSR_OK, "%s", tsr_last_error());
-
-    tsr_epilogue *e = &d.epilogue;
-    if (c->epi == EPI_BIAS || c->epi == EPI_BIAS_ACT || c->epi == EPI_ALL)
-        e->steps[e->num_steps++] = tsr_epilogue_bias(bias, c->epi == EPI_ALL ? TSR_F32 : c->yt);
-    if (c->epi == EPI_ALL && c->yt != TSR_F32) e->steps[0].dtype = c->yt; /* an f32 bias only with f32 data */
-    if (c->epi == EPI_BIAS_ACT) e->steps[e->num_steps++] = tsr_epilogue_activation(c->act);
-    if (c->epi == EPI_RES || c->epi == EPI_ALL)
-        e->steps[e->num_steps++] = tsr_epilogue_residual(res, c->yt, 0, c->epi == EPI_ALL ? 0.5f : 1.0f);
-    if (c->epi == EPI_ALL) e->steps[e->num_steps++] = tsr_epilogue_activation(c->act);
-    ck_assert_msg(tsr_conv2d(ref, &d, x, w, y1) == TSR_OK, "%s", tsr_last_error());
-    if (c->epi == EPI_RES_INPLACE) { /* y += conv: y starts as the residual */
-        memcpy(y1, res, (size_t)yn * ys);
-        e->steps[e->num_steps++] = tsr_epilogue_residual(y1, c->yt, 0, 1.0f);
-        ck_assert_msg(tsr_conv2d(ref, &d, x, w, y1) == TSR_OK, "%s", tsr_last_error());
-        memcpy(y2, res, (size_t)yn * ys);
-        e->steps[0].data = y2;
-    }
-
-    tsr_problem p;
-    memset(&p, 0, sizeof p);
-    p.op = TSR_OP_CONV2D;
-    p.u.conv.d = d, p.u.conv.p = P, p.u.conv.q = Q;
-    p.u.conv.x = x, p.u.conv.w = w, p.u.conv.y = y2;
+/* Runs kernel k with schedule s on the case's host buffers; returns 1 when
+ * the schedule applied. */
+static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const conv_case *c, const tsr_schedule *s) {
+    conv_data t;
+    tt_conv_setup(ref, c, &t);
     int ran = 0;
     char why[160];
-    if (!k->schedule_valid || k->schedule_valid(&p, ctx, s)) {
-        ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s", why);
-        ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
-        const double out_eps = c->yt == TSR_F32 ? 1e-6 : c->yt == TSR_F16 ? 1.0 / 1024 : 1.0 / 128;
-        int64_t bad = 0;
-        for (int64_t i = 0; i < yn; i++) {
-            const double want = tsr_load_f(y1, c->yt, i), got = tsr_load_f(y2, c->yt, i);
-            const double tol = 1e-5 + 1e-4 * bound[i] + out_eps * (fabs(want) + 1e-3);
-            if (!(fabs(got - want) <= tol) && bad++ < 3)
-                printf("  %s n%lld c%lld %lldx%lld k%lld %lldx%lld s%lld,%lld p%lld,%lld,%lld,%lld d%lld,%lld g%lld "
-                       "fmt%d ffmt%d %s->%s epi%d act%d algo%d ocb%d pxb%d ord%d: y[%lld] = %g, want %g (tol %g)\n",
-                       k->name, (long long)c->n, (long long)c->c, (long long)c->h, (long long)c->w, (long long)c->k,
-                       (long long)c->r, (long long)c->s, (long long)c->sh, (long long)c->sw, (long long)c->pt,
-                       (long long)c->pb, (long long)c->pl, (long long)c->pr, (long long)c->dh, (long long)c->dw,
-                       (long long)c->g, (int)c->fmt, (int)c->ffmt, tsr_dtype_name(c->dt), tsr_dtype_name(c->yt),
-                       c->epi, (int)c->act, s->v[0], s->v[1], s->v[2], s->v[3], (long long)i, got, want, tol);
-        }
-        fflush(stdout);
-        ck_assert_msg(bad == 0, "%s: %lld outputs differ from the reference", k->name, (long long)bad);
+    if (!k->schedule_valid || k->schedule_valid(&t.p, ctx, s)) {
+        ck_assert_msg(k->supports(&t.p, ctx, why, sizeof why), "%s", why);
+        ck_assert_msg(k->run(ctx, &t.p, s) == TSR_OK, "%s", tsr_last_error());
+        char knobs[64];
+        snprintf(knobs, sizeof knobs, "algo%d ocb%d pxb%d ord%d", s->v[0], s->v[1], s->v[2], s->v[3]);
+        tt_conv_compare(&t, c, k->name, knobs);
         ran = 1;
     }
-    free(x), free(w), free(y1), free(y2), free(res), free(bias), free(ax), free(aw), free(bound);
+    tt_conv_release(&t);
     return ran;
 }
 
 #define F32 TSR_F32, TSR_F32
-static const ccase cases[] = {
+static const conv_case cases[] = {
     /* n  c   h   w   k   r  s sh sw pt pb pl pr dh dw  g  fmt  ffmt */
     {2, 13, 5, 7, 19, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
     {1, 17, 9, 11, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
@@ -175,14 +98,8 @@ START_TEST(shapes_schedules_threads) {
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
             for (int threads = 1; threads <= 2; threads++) {
                 tsr_context_set_num_threads(ctx, threads);
-                tsr_problem p;
-                memset(&p, 0, sizeof p);
-                p.op = TSR_OP_CONV2D;
-                desc_of(&cases[ci], &p.u.conv.d);
-                tsr_conv2d_output_shape(&p.u.conv.d, &p.u.conv.p, &p.u.conv.q);
                 tsr_schedule s;
-                memset(&s, 0, sizeof s);
-                k->default_schedule(&p, ctx, &s);
+                tt_conv_default_schedule(k, ctx, &cases[ci], &s);
                 ran += check(ctx, ref, k, &cases[ci], &s);
                 for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
                     ran += check(ctx, ref, k, &cases[ci], &scheds[si]);
@@ -238,16 +155,10 @@ START_TEST(isa_gating) {
     ck_assert(k2->supports(&p, ctx, why, sizeof why) == ((had & ctx->cpu_features) == ctx->cpu_features));
     ctx->cpu_features = had & ~TSR_CPU_AVX512BF16;
     if (k512->supports(&p, ctx, why, sizeof why)) {
-        const ccase c = {2, 16, 9, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16,
+        const conv_case c = {2, 16, 9, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16,
                          EPI_ALL, TSR_ACT_RELU};
         tsr_schedule s;
-        memset(&s, 0, sizeof s);
-        tsr_problem q;
-        memset(&q, 0, sizeof q);
-        q.op = TSR_OP_CONV2D;
-        desc_of(&c, &q.u.conv.d);
-        tsr_conv2d_output_shape(&q.u.conv.d, &q.u.conv.p, &q.u.conv.q);
-        k512->default_schedule(&q, ctx, &s);
+        tt_conv_default_schedule(k512, ctx, &c, &s);
         ck_assert_int_eq(check(ctx, ref, k512, &c, &s), 1);
     } else {
         printf("SKIP conv_x86: isa_gating: this CPU has no AVX-512\n");

@@ -10,21 +10,9 @@
 
 #include "gemm_check.h"
 
-static tsr_context *cuda_context(void) {
-    tsr_context_options o;
-    tsr_context_options_init(&o);
-    o.backend = TSR_BACKEND_CUDA;
-    tsr_context *ctx = NULL;
-    if (tsr_context_create(&ctx, &o) != TSR_OK) {
-        printf("SKIP gemm_cuda: backend cuda: %s\n", tsr_last_error());
-        return NULL;
-    }
-    return ctx;
-}
-
 /* Every tile shape x stages x split-k x raster on tile-crossing shapes. */
 START_TEST(tensor_core_knobs) {
-    tsr_context *ctx = cuda_context(), *ref = tt_ref_context();
+    tsr_context *ctx = tt_cuda_context("gemm_cuda"), *ref = tt_ref_context();
     if (!ctx) return tsr_context_destroy(ref), (void)0;
     const tsr_kernel *k = tt_kernel("gemm.sm80.tc");
     const ccase cases[] = {
@@ -59,7 +47,7 @@ START_TEST(tensor_core_knobs) {
 END_TEST
 
 START_TEST(skinny_knobs) {
-    tsr_context *ctx = cuda_context(), *ref = tt_ref_context();
+    tsr_context *ctx = tt_cuda_context("gemm_cuda"), *ref = tt_ref_context();
     if (!ctx) return tsr_context_destroy(ref), (void)0;
     const tsr_kernel *k = tt_kernel("gemm.sm80.skinny");
     const int64_t ms[] = {1, 2, 3, 5, 8, 9, 16};
@@ -86,7 +74,7 @@ START_TEST(skinny_knobs) {
 END_TEST
 
 START_TEST(sgemm_and_generic) {
-    tsr_context *ctx = cuda_context(), *ref = tt_ref_context();
+    tsr_context *ctx = tt_cuda_context("gemm_cuda"), *ref = tt_ref_context();
     if (!ctx) return tsr_context_destroy(ref), (void)0;
     const ccase cases[] = {
         {1, 1, 1, 0, 0, 0, TSR_F32, TSR_F32, 1, 0, 1},
@@ -123,7 +111,7 @@ END_TEST
 
 /* The heuristic's choices through the public API at model-like sizes. */
 START_TEST(defaults_at_scale) {
-    tsr_context *ctx = cuda_context(), *ref = tt_ref_context();
+    tsr_context *ctx = tt_cuda_context("gemm_cuda"), *ref = tt_ref_context();
     if (!ctx) return tsr_context_destroy(ref), (void)0;
     const ccase cases[] = {
         {1, 4096, 4096, 0, 1, 0, TSR_F16, TSR_F16, 1, 0, 1},   {16, 1024, 4096, 0, 1, 0, TSR_BF16, TSR_BF16, 1, 0, 1},

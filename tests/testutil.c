@@ -76,6 +76,18 @@ void tt_contexts_close(tt_context *c, int n) {
     for (int i = 0; i < n; i++) tsr_context_destroy(c[i].ctx);
 }
 
+tsr_context *tt_cuda_context(const char *suite) {
+    tsr_context_options o;
+    tsr_context_options_init(&o);
+    o.backend = TSR_BACKEND_CUDA;
+    tsr_context *ctx = NULL;
+    if (tsr_context_create(&ctx, &o) != TSR_OK) {
+        printf("SKIP %s: backend cuda: %s\n", suite, tsr_last_error());
+        return NULL;
+    }
+    return ctx;
+}
+
 tsr_context *tt_ref_context(void) {
     tsr_context_options o;
     tsr_context_options_init(&o);

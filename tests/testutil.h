@@ -24,6 +24,11 @@ typedef struct tt_context {
 int tt_contexts_open(const char *suite, tt_context *out, int max);
 void tt_contexts_close(tt_context *c, int n);
 
+/* A context on the CUDA backend, or NULL after printing "SKIP <suite>:
+ * backend cuda: <reason>" (no GPU): the sm80 suites then pass having
+ * checked nothing else. */
+tsr_context *tt_cuda_context(const char *suite);
+
 /* A CPU context that runs the reference kernels only: the oracle. */
 tsr_context *tt_ref_context(void);
 
