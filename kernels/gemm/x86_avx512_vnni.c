@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../../arch/x86_avx2/transpose.h"
+#include "x86_tiles.h"
 #include "internal.h"
 
 #define MR 8
@@ -397,7 +398,9 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                     pack_a(j, ic + ir * MR, mr, pc, kcur, kc4, ap + ir * MR * kc4);
                 }
                 team_barrier(nth);
-                for (int64_t t = npanels * mpanels * tid / nth; t < npanels * mpanels * (tid + 1) / nth; t++) {
+                const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, 16, tid, nth),
+                              t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, 16, tid + 1, nth);
+                for (int64_t t = t_lo; t < t_hi; t++) {
                     const int64_t jr = t / mpanels, ir = t % mpanels;
                     const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;

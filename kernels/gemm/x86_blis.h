@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "../../arch/x86_avx2/transpose.h"
+#include "x86_tiles.h"
 #include "../../arch/x86_avx512/vdtype.h"
 #include "internal.h"
 
@@ -667,7 +668,9 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                 /* tiles in contiguous ranges per thread, column panels outermost:
                  * a thread reads its own B panels (each from L3 once, into its
                  * own L2) where round-robin tiles had both read every panel */
-                for (int64_t t = npanels * mpanels * tid / nth; t < npanels * mpanels * (tid + 1) / nth; t++) {
+                const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, VL, tid, nth),
+                              t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, VL, tid + 1, nth);
+                for (int64_t t = t_lo; t < t_hi; t++) {
                     int64_t jr = t / mpanels, ir = t % mpanels;
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
