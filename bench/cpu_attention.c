@@ -21,6 +21,7 @@
 #include "fill.h"
 #include "gbench_shim.h"
 #include "impls.h"
+#include "cpu_context.h"
 #include "tessera.h"
 #ifndef TSR_BENCH_NO_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -191,13 +192,8 @@ static double rate_of(const gb_result *r, int nr, const char *name, int bytes) {
 }
 
 int attention_suite_main(int threads, int quick, int want_summary) {
-    tsr_context_options o;
-    tsr_context_options_init(&o);
-    o.num_threads = threads;
-    if (tsr_context_create(&ctx, &o) != TSR_OK) return fprintf(stderr, "tessera-bench: %s\n", tsr_last_error()), 2;
-    omp_set_num_threads(threads);
-    tsr_context_info info = {.size = sizeof info};
-    tsr_context_get_info(ctx, &info);
+    tsr_context_info info;
+    if (!(ctx = bench_cpu_context(threads, &info))) return 2;
     printf("tessera-bench attention: %s, tessera arch %s, %d threads\n", info.device_name, info.arch, threads);
 #ifdef TSR_BENCH_NO_ONEDNN
     printf("skip unfused: oneDNN was not found when tessera-bench was configured\n");
@@ -269,11 +265,7 @@ static long rss_child_kib(int threads, int impl, tsr_dtype t, int run) {
     const pid_t pid = fork();
     if (pid < 0) return -1;
     if (pid == 0) {
-        tsr_context_options o;
-        tsr_context_options_init(&o);
-        o.num_threads = threads;
-        if (tsr_context_create(&ctx, &o) != TSR_OK) _exit(2);
-        omp_set_num_threads(threads);
+        if (!(ctx = bench_cpu_context(threads, NULL))) _exit(2);
         tsr_attention_desc d;
         tsr_attention_desc_init(&d);
         d.batch = 1, d.heads_q = d.heads_kv = 2, d.seq_q = d.seq_kv = 8192, d.head_dim = 128, d.dtype = t;

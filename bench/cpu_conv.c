@@ -23,6 +23,7 @@
 #include "gbench_shim.h"
 #include "peak.h"
 #include "shapes.h"
+#include "cpu_context.h"
 #include "tessera.h"
 #ifndef TSR_BENCH_NO_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
@@ -256,13 +257,8 @@ static double rate_of(const gb_result *r, int nr, const char *name) {
 
 int conv_suite_main(const char *const *sets, int nsets, int threads, int quick, int want_summary, const char *dtypes) {
     nthreads = threads;
-    tsr_context_options o;
-    tsr_context_options_init(&o);
-    o.num_threads = threads;
-    if (tsr_context_create(&ctx, &o) != TSR_OK) return fprintf(stderr, "tessera-bench: %s\n", tsr_last_error()), 2;
-    omp_set_num_threads(threads);
-    tsr_context_info info = {.size = sizeof info};
-    tsr_context_get_info(ctx, &info);
+    tsr_context_info info;
+    if (!(ctx = bench_cpu_context(threads, &info))) return 2;
     printf("tessera-bench conv: %s, tessera arch %s, %d threads, peak ISA %s\n", info.device_name, info.arch, threads,
            peak_isa());
     int want_onednn = 1;

@@ -14,6 +14,7 @@
 #include "fill.h"
 #include "gbench_shim.h"
 #include "row_onednn.h"
+#include "cpu_context.h"
 #include "tessera.h"
 
 enum { OP_COPY, OP_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_SWIGLU };
@@ -114,14 +115,9 @@ static double gbps_of(const gb_result *r, int nr, const char *name, int *found) 
 }
 
 int rowwise_suite_main(int threads, int quick, int want_summary) {
-    tsr_context_options o;
-    tsr_context_options_init(&o);
-    o.num_threads = threads;
-    if (tsr_context_create(&ctx, &o) != TSR_OK) return fprintf(stderr, "tessera-bench: %s\n", tsr_last_error()), 2;
-    tsr_context_info info = {.size = sizeof info};
-    tsr_context_get_info(ctx, &info);
+    tsr_context_info info;
+    if (!(ctx = bench_cpu_context(threads, &info))) return 2;
     printf("tessera-bench rowwise: %s, tessera arch %s, %d threads\n", info.device_name, info.arch, threads);
-    omp_set_num_threads(threads); /* Debian's oneDNN uses OpenMP */
     /* 4 KiB, 1 MiB (cache), 64 MiB and 256 MiB (memory) of f32 input */
     const int64_t shapes[][2] = {{1, 1024}, {64, 4096}, {4096, 4096}, {16384, 4096}};
     const int nshapes = quick ? 3 : 4;
