@@ -355,22 +355,6 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
             dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 4 ? jhi - j0 : 4), 4, 4);
 }
 
-/* C's tile rows are ldc apart, which the hardware prefetcher does not
- * follow: fetched before the micro-kernel, they arrive while it runs. */
-static inline void prefetch_c_tile(const job *j, int64_t i0, int64_t mr, int64_t j0, int64_t nr) {
-    for (int64_t i = 0; i < mr; i++) {
-        const int32_t *row = j->c + (i0 + i) * j->d->ldc + j0;
-        for (int64_t c = 0; c < nr; c += 16) _mm_prefetch((const char *)(row + c), _MM_HINT_T0);
-        _mm_prefetch((const char *)(row + nr - 1), _MM_HINT_T0);
-    }
-}
-
-static void team_barrier(int nth) {
-    if (nth > 1) {
-#pragma omp barrier
-    }
-}
-
 /* One matrix by a team: B panels of the (jc, pc) block and A panels of each
  * ic block packed cooperatively, tiles shared round-robin. */
 static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
@@ -390,25 +374,25 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                 int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                 pack_b(j, pc, kcur, kc4, jc + jr * NR, nr, bp + (size_t)jr * bpanel);
             }
-            team_barrier(nth);
+            tsr_team_barrier(nth);
             for (int64_t ic = 0; ic < M; ic += j->mc) {
                 const int64_t mcur = M - ic < j->mc ? M - ic : j->mc, mpanels = (mcur + MR - 1) / MR;
                 for (int64_t ir = tid; ir < mpanels; ir += nth) {
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     pack_a(j, ic + ir * MR, mr, pc, kcur, kc4, ap + ir * MR * kc4);
                 }
-                team_barrier(nth);
+                tsr_team_barrier(nth);
                 const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, 16, tid, nth),
                               t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, 16, tid + 1, nth);
                 for (int64_t t = t_lo; t < t_hi; t++) {
                     const int64_t jr = t / mpanels, ir = t % mpanels;
                     const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
-                    prefetch_c_tile(j, ic + ir * MR, mr, jc + jr * NR, nr);
+                    tsr_prefetch_tile((const char *)(j->c + (ic + ir * MR) * d->ldc + jc + jr * NR), d->ldc * 4, mr, nr * 4);
                     tile(j, kc4 / 4, ap + ir * MR * kc4, bp + (size_t)jr * bpanel, ic + ir * MR, mr, jc + jr * NR, nr,
                          pc == 0);
                 }
-                team_barrier(nth);
+                tsr_team_barrier(nth);
             }
         }
     }
@@ -452,7 +436,7 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
                 if (d->trans_a) {
                     for (int64_t i = tid; i < d->m; i += nth)
                         for (int64_t p = 0; p < d->k; p++) buf[i * d->k + p] = (char)a_at(&j, i, p);
-                    team_barrier(nth);
+                    tsr_team_barrier(nth);
                     j.a_rows = (const int8_t *)buf, j.a_ld = d->k;
                 }
                 const int64_t lo = d->n * tid / nth, hi = d->n * (tid + 1) / nth;
@@ -460,7 +444,7 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
             } else {
                 gemm_one(&j, (uint8_t *)buf, (int8_t *)(buf + abuf), tid, nth);
             }
-            team_barrier(nth);
+            tsr_team_barrier(nth);
         }
     }
     free(buf);

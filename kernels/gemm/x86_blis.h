@@ -598,31 +598,11 @@ static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
     }
 }
 
-/* The C tile the next store_tile reads and writes: its rows are ldc apart,
- * a stride the hardware prefetcher does not follow, so without this every
- * K block after the first waits on MR misses from L3 or memory. Issued
- * before the micro-kernel, whose kc FMA steps hide the latency. */
-static inline void prefetch_c_tile(const job *j, int64_t i0, int64_t mr, int64_t j0, int64_t nr) {
-    const tsr_gemm_desc *d = &j->g->d;
-    const size_t es = tsr_dtype_size(d->c_dtype);
-    for (int64_t i = 0; i < mr; i++) {
-        const char *row = j->cn + (size_t)((i0 + i) * d->ldc + j0) * es;
-        for (size_t off = 0; off < (size_t)nr * es; off += 64) _mm_prefetch(row + off, _MM_HINT_T0);
-        _mm_prefetch(row + (size_t)nr * es - 1, _MM_HINT_T0);
-    }
-}
-
-static void team_barrier(int nth) {
-    if (nth > 1) {
-#pragma omp barrier
-    }
-}
-
 /* One matrix, by a team of nth threads (tid in it), with shared buffers
  * ap (MC x KC) and bp (KC x NC), both packed. */
 static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     const tsr_gemm_desc *d = &j->g->d;
-    const int64_t M = d->m, N = d->n, K = d->k;
+    const int64_t M = d->m, N = d->n, K = d->k, es = (int64_t)tsr_dtype_size(d->c_dtype);
     if (K == 0) {
         scale_only(j, tid, nth);
         return;
@@ -655,7 +635,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                 int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                 if (j->pack_b || nr < NR) pack_b(j, pc, kcur, jc + jr * NR, nr, bp + jr * NR * kcur);
             }
-            team_barrier(nth);
+            tsr_team_barrier(nth);
             for (int64_t ic = 0; ic < M; ic += j->mc) {
                 int64_t mcur = M - ic < j->mc ? M - ic : j->mc, mpanels = (mcur + MR - 1) / MR;
                 if (j->pack_a) {
@@ -663,7 +643,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                         int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                         pack_a(j, ic + ir * MR, mr, pc, kcur, ap + ir * MR * kcur);
                     }
-                    team_barrier(nth);
+                    tsr_team_barrier(nth);
                 }
                 /* tiles in contiguous ranges per thread, column panels outermost:
                  * a thread reads its own B panels (each from L3 once, into its
@@ -674,7 +654,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                     int64_t jr = t / mpanels, ir = t % mpanels;
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
-                    prefetch_c_tile(j, ic + ir * MR, mr, jc + jr * NR, nr);
+                    tsr_prefetch_tile(j->cn + ((ic + ir * MR) * d->ldc + jc + jr * NR) * es, d->ldc * es, mr, nr * es);
                     const bool packed = j->pack_b || nr < NR;
                     const float *a = j->pack_a ? ap + ir * MR * kcur
                                                : (const float *)(j->a + ((ic + ir * MR) * d->lda + pc) * A_ELEM);
@@ -682,11 +662,11 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                          packed ? bp + jr * NR * kcur : (const float *)j->b + pc * d->ldb + jc + jr * NR,
                          packed ? NR : d->ldb, ic + ir * MR, mr, jc + jr * NR, nr, first, last);
                 }
-                if (j->pack_a) team_barrier(nth); /* the next ic block repacks the shared A buffer */
+                if (j->pack_a) tsr_team_barrier(nth); /* the next ic block repacks the shared A buffer */
             }
             /* A read in place: threads run on through the ic blocks and wait
              * once, before the B buffer is repacked */
-            if (!j->pack_a) team_barrier(nth);
+            if (!j->pack_a) tsr_team_barrier(nth);
         }
     }
 }

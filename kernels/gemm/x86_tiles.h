@@ -1,8 +1,10 @@
-/* How the x86 GEMMs (x86_blis.h, x86_avx512_vnni.c) share a block's tiles
- * among the threads of a team. */
+/* What the x86 GEMMs (x86_blis.h, x86_avx512_vnni.c) share around their
+ * micro-kernels: how a block's tiles are split among a team, the team's
+ * barrier, and the prefetch of a C tile. */
 #ifndef TSR_X86_TILES_H
 #define TSR_X86_TILES_H
 
+#include <immintrin.h>
 #include <stdint.h>
 
 /* Where thread tid's contiguous range of the npanels x mpanels tiles
@@ -19,6 +21,24 @@ static inline int64_t tsr_tile_split(int64_t ncur, int64_t npanels, int64_t mpan
     const int64_t full = (npanels - 1) * mpanels, total = full * nv + mpanels * last_nv;
     const int64_t target = total * tid / nth;
     return target <= full * nv ? (target + nv - 1) / nv : full + (target - full * nv + last_nv - 1) / last_nv;
+}
+
+/* rows rows of row_bytes bytes, ld_bytes apart from p (a C tile): its rows
+ * are a stride the hardware prefetcher does not follow, so without this
+ * every K block after the first waits on a miss per row from L3 or memory.
+ * Issued before the micro-kernel, whose kc steps hide the latency. */
+static inline void tsr_prefetch_tile(const char *p, int64_t ld_bytes, int64_t rows, int64_t row_bytes) {
+    for (int64_t i = 0; i < rows; i++, p += ld_bytes) {
+        for (int64_t off = 0; off < row_bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
+        _mm_prefetch(p + row_bytes - 1, _MM_HINT_T0);
+    }
+}
+
+/* A barrier for a team of nth threads (none for one: no parallel region). */
+static inline void tsr_team_barrier(int nth) {
+    if (nth > 1) {
+#pragma omp barrier
+    }
 }
 
 #endif
