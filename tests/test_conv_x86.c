@@ -75,6 +75,10 @@ static const conv_case cases[] = {
     {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
     {1, 6, 4, 4, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, TSR_NCHW, TSR_FILTER_HWIO, F32, EPI_RES, 0},
     {1, 33, 3, 5, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES_INPLACE, 0},
+    /* more than one panel, images smaller than a tile row, channels past 64 */
+    {2, 80, 7, 5, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
+    {1, 36, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 66, 5, 4, 64, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS_ACT, TSR_ACT_SILU},
 };
 
 START_TEST(shapes_schedules_threads) {
@@ -93,8 +97,10 @@ START_TEST(shapes_schedules_threads) {
             printf("SKIP conv_x86: %s: %s\n", k->name, why);
             continue;
         }
-        /* algo, ocb, pxb, order: blockings that split and reorder the work */
-        const tsr_schedule scheds[] = {{{0, 1, 1, 1}}, {{0, 4, 2, 0}}, {{0, 16, 32, 1}}, {{1, 1, 1, 0}}, {{2, 1, 1, 0}}};
+        /* algo, ocb, pxb, order: blockings that split and reorder the work
+         * (pxb 3 and ocb 2: blocks of unequal sizes) */
+        const tsr_schedule scheds[] = {{{0, 1, 1, 1}}, {{0, 4, 2, 0}}, {{0, 16, 32, 1}}, {{1, 1, 1, 0}}, {{2, 1, 1, 0}},
+                                       {{0, 2, 3, 0}}};
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
             for (int threads = 1; threads <= 2; threads++) {
                 tsr_context_set_num_threads(ctx, threads);

@@ -397,11 +397,14 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
     const int64_t panels = d->groups * panels_of(d), Kp = panels_of(d);
     const int64_t ocb = s->v[KNOB_OCB], pxb = s->v[KNOB_PXB];
     const int64_t tblocks = (tiles + pxb - 1) / pxb, pblocks = (panels + ocb - 1) / ocb;
+    /* pxb and ocb set how many blocks there are; the tiles and panels are
+     * then shared evenly among them: 25 tiles in blocks of 16 and 9 had
+     * one thread doing 16/25 of a 14x14 layer */
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < tblocks * pblocks; item++) {
         const int64_t tb = item / pblocks, pb = item % pblocks;
-        const int64_t t_lo = tb * pxb, t_hi = t_lo + pxb < tiles ? t_lo + pxb : tiles;
-        const int64_t p_lo = pb * ocb, p_hi = p_lo + ocb < panels ? p_lo + ocb : panels;
+        const int64_t t_lo = tb * tiles / tblocks, t_hi = (tb + 1) * tiles / tblocks;
+        const int64_t p_lo = pb * panels / pblocks, p_hi = (pb + 1) * panels / pblocks;
         tile_geo geo;
         void (*tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = j->bf ? direct_tile_bf16 : direct_tile_f32;
         if (s->v[KNOB_ORDER] == 0) {
