@@ -96,12 +96,12 @@ static void key_conv(const tsr_conv2d_problem *c, tsr_pkey *k) {
     tsr_dtype t[3] = {d->x_dtype, d->w_dtype, d->y_dtype};
     dtype_list(k->dtypes, sizeof k->dtypes, t, 3);
     static const char *const fmt[] = {"NHWC", "NCHW"};
-    static const char *const ffmt[] = {"OHWI", "OIHW", "HWIO"};
+    static const char *const ffmt[] = {"OHWI", "OIHW", "HWIO", "PACKED"};
     sbuf b;
     start(&b, k->layout, sizeof k->layout);
     put(&b, (unsigned)d->format < 2 ? fmt[d->format] : "fmt?");
     put(&b, ".");
-    put(&b, (unsigned)d->filter_format < 3 ? ffmt[d->filter_format] : "filt?");
+    put(&b, (unsigned)d->filter_format < 4 ? ffmt[d->filter_format] : "filt?");
     /* Filter size, stride, padding and dilation pick the code path; the
      * group structure too (dense, depthwise, grouped). */
     start(&b, k->variant, sizeof k->variant);

@@ -8,9 +8,9 @@
  *  - onednn_any: weights in the format oneDNN picks (`any`), reordered once
  *    outside the timed loop: oneDNN's best case, prepacked.
  * Tessera runs twice: with the OHWI filter (packed into panels inside every
- * call, layout NHWC) and with the same filter in HWIO (layout NHWC-HWIO),
- * which its direct kernel reads in place when an f32 group's k fills whole
- * panels: the documented way to prepack.
+ * call, layout NHWC) and with the same filter packed once by
+ * tsr_conv2d_pack_filter outside the timed loop (layout NHWC-PACKED), the
+ * counterpart of onednn_any.
  * Names: conv/<dtype>/<layout>/<shape>_n<batch>/<impl>, gflops = 2*n*p*q*k*r*s*c/groups. */
 #include <math.h>
 #include <omp.h>
@@ -29,7 +29,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #endif
 
-enum { IMPL_TESSERA, IMPL_TESSERA_HWIO, IMPL_ONEDNN, IMPL_ONEDNN_ANY, NIMPL };
+enum { IMPL_TESSERA, IMPL_TESSERA_PACKED, IMPL_ONEDNN, IMPL_ONEDNN_ANY, NIMPL };
 static const char *const impl_names[NIMPL] = {"tessera", "tessera", "onednn", "onednn_any"};
 #define MAX_CONV_CASES 600
 
@@ -144,7 +144,7 @@ static int onednn_setup(conv_case *c, int any) {
 #endif
 
 static int run_case(conv_case *c) {
-    if (c->impl <= IMPL_TESSERA_HWIO) return tsr_conv2d(ctx, &c->d, c->x, c->w, c->y) == TSR_OK ? 0 : -1;
+    if (c->impl <= IMPL_TESSERA_PACKED) return tsr_conv2d(ctx, &c->d, c->x, c->w, c->y) == TSR_OK ? 0 : -1;
 #ifndef TSR_BENCH_NO_ONEDNN
     if (!c->prim) return -1;
     if (dnnl_primitive_execute(c->prim, stream, 4, c->args) != dnnl_success) return -1;
@@ -157,7 +157,7 @@ static int run_case(conv_case *c) {
 static void bench_one(gb_state *st, void *arg) {
     conv_case *c = arg;
     if (run_case(c)) { /* one untimed call first: faults the pages in */
-        gb_skip_with_error(st, c->impl <= IMPL_TESSERA_HWIO ? tsr_last_error() : c->error);
+        gb_skip_with_error(st, c->impl <= IMPL_TESSERA_PACKED ? tsr_last_error() : c->error);
         return;
     }
     while (gb_keep_running(st))
@@ -193,16 +193,12 @@ static void add_shape(const conv_shape *s, int64_t batch, tsr_dtype t, int want_
     d.epilogue.steps[d.epilogue.num_steps++] = tsr_epilogue_bias(bias, TSR_F32);
     if (res) d.epilogue.steps[d.epilogue.num_steps++] = tsr_epilogue_residual(res, t, 0, 1.0f);
     d.epilogue.steps[d.epilogue.num_steps++] = tsr_epilogue_activation(TSR_ACT_RELU);
-    /* the same filter as HWIO: [r][s][c/groups][k] */
-    const int64_t Cg = d.c / d.groups;
-    void *whwio = malloc(wn * tsr_dtype_size(t));
-    if (whwio)
-        for (int64_t k = 0; k < d.k; k++)
-            for (int64_t j = 0; j < d.r * d.s * Cg; j++) {
-                const int64_t from = k * d.r * d.s * Cg + j, to = j * d.k + k;
-                if (t == TSR_F32) ((float *)whwio)[to] = ((const float *)w)[from];
-                else ((uint16_t *)whwio)[to] = ((const uint16_t *)w)[from];
-            }
+    /* the same filter packed once, outside the timing */
+    size_t pbytes = 0;
+    void *wpacked = NULL;
+    if (tsr_conv2d_packed_filter_size(ctx, &d, &pbytes) == TSR_OK && (wpacked = malloc(pbytes)) &&
+        tsr_conv2d_pack_filter(ctx, &d, w, wpacked, pbytes) != TSR_OK)
+        fprintf(stderr, "tessera-bench: packing %s: %s\n", s->name, tsr_last_error()), free(wpacked), wpacked = NULL;
     for (int impl = 0; impl < NIMPL; impl++) {
         if (impl >= IMPL_ONEDNN && !want_onednn) continue;
         /* oneDNN 2.6 runs fixed OHWI weights through a slow generic path: at
@@ -211,14 +207,14 @@ static void add_shape(const conv_shape *s, int64_t batch, tsr_dtype t, int want_
         conv_case *c = &cases[ncases++];
         memset(c, 0, sizeof *c);
         c->impl = impl, c->d = d, c->p = p, c->q = q, c->x = x, c->w = w, c->bias = bias, c->res = res;
-        if (impl == IMPL_TESSERA_HWIO) c->w = whwio, c->d.filter_format = TSR_FILTER_HWIO;
+        if (impl == IMPL_TESSERA_PACKED) c->w = wpacked, c->d.filter_format = TSR_FILTER_PACKED;
         c->y = malloc(yn * tsr_dtype_size(t));
         if (c->y && res) memcpy(c->y, res, yn * tsr_dtype_size(t)); /* oneDNN's sum reads dst */
         char shape[64];
         snprintf(shape, sizeof shape, "%s_n%lld", s->name, (long long)batch);
         memcpy(c->shape, shape, sizeof shape);
         snprintf(c->name, sizeof c->name, "conv/%s/%s/%s/%s", tsr_dtype_name(t),
-                 impl == IMPL_TESSERA_HWIO ? "NHWC-HWIO" : "NHWC", shape, impl_names[impl]);
+                 impl == IMPL_TESSERA_PACKED ? "NHWC-PACKED" : "NHWC", shape, impl_names[impl]);
 #ifndef TSR_BENCH_NO_ONEDNN
         if (impl >= IMPL_ONEDNN && onednn_setup(c, impl == IMPL_ONEDNN_ANY)) c->prim = NULL;
 #endif
@@ -302,11 +298,11 @@ int conv_suite_main(const char *const *sets, int nsets, int threads, int quick, 
         int nr = gb_results(&r);
         double peak = rate_of(r, nr, name);
         printf("\nsummary (conv, %d threads): GFLOP/s. tessera: OHWI filter packed inside every call; "
-               "tessera_hwio: the HWIO filter read in place; onednn: fixed OHWI weights; onednn_any: weights "
+               "tessera_packed: the filter packed once (tsr_conv2d_pack_filter); onednn: fixed OHWI weights; onednn_any: weights "
                "prepacked in oneDNN's format outside the timing. peak = %.1f GFLOP/s (f32 FMA, registers)\n",
                threads, peak);
-        printf("%-26s %9s %12s %9s %10s %9s %9s %10s %7s\n", "case", "tessera", "tessera_hwio", "onednn",
-               "onednn_any", "ohwi/fix", "ohwi/any", "hwio/any", "% peak");
+        printf("%-26s %9s %14s %9s %10s %9s %9s %11s %7s\n", "case", "tessera", "tessera_packed", "onednn",
+               "onednn_any", "ohwi/fix", "ohwi/any", "packed/any", "% peak");
         enum { NR_ = 3 };
         double lsum[NR_] = {0}, lmin[NR_] = {1e9, 1e9, 1e9};
         int cnt[NR_] = {0};
@@ -318,9 +314,9 @@ int conv_suite_main(const char *const *sets, int nsets, int threads, int quick, 
                 snprintf(g, sizeof g, "%s %s%s", tsr_dtype_name(c->d.x_dtype), strrchr(c->shape, '_') + 1,
                          c->d.groups > 1 && c->d.groups == c->d.c ? " depthwise" : "");
             if ((!c || strcmp(g, group)) && (cnt[0] || cnt[1] || cnt[2])) {
-                printf("%-26s %43s", group, "geomean:");
+                printf("%-26s %45s", group, "geomean:");
                 for (int k = 0; k < NR_; k++) printf(" %8.2fx", cnt[k] ? exp(lsum[k] / cnt[k]) : 0);
-                printf("\n%-26s %43s", "", "min:");
+                printf("\n%-26s %45s", "", "min:");
                 for (int k = 0; k < NR_; k++) printf(" %8.2fx", cnt[k] ? lmin[k] : 0);
                 printf("\n");
                 for (int k = 0; k < NR_; k++) lsum[k] = 0, lmin[k] = 1e9, cnt[k] = 0;
@@ -334,7 +330,7 @@ int conv_suite_main(const char *const *sets, int nsets, int threads, int quick, 
             const double ratio[NR_] = {v[2] > 0 ? v[0] / v[2] : 0, v[3] > 0 ? v[0] / v[3] : 0, v[3] > 0 ? v[1] / v[3] : 0};
             char label[80];
             snprintf(label, sizeof label, "%s %s", tsr_dtype_name(c->d.x_dtype), c->shape);
-            printf("%-26s %9.1f %12.1f %9.1f %10.1f", label, v[0], v[1], v[2], v[3]);
+            printf("%-26s %9.1f %14.1f %9.1f %10.1f", label, v[0], v[1], v[2], v[3]);
             for (int k = 0; k < NR_; k++) printf(" %8.2fx", ratio[k]);
             const double best = v[0] > v[1] ? v[0] : v[1];
             printf(" %6.1f%%\n", peak > 0 ? 100 * best / peak : 0);

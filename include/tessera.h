@@ -229,11 +229,12 @@ typedef enum tsr_tensor_format { TSR_NHWC = 0, TSR_NCHW = 1 } tsr_tensor_format;
 typedef enum tsr_filter_format {
     TSR_FILTER_OHWI = 0, /* [K][R][S][C/groups], the NHWC companion */
     TSR_FILTER_OIHW = 1, /* [K][C/groups][R][S], the NCHW companion */
-    TSR_FILTER_HWIO = 2  /* [R][S][C/groups][K] */
+    TSR_FILTER_HWIO = 2, /* [R][S][C/groups][K] */
+    TSR_FILTER_PACKED = 3 /* made by tsr_conv2d_pack_filter (below) */
 } tsr_filter_format;
 /* On x86 an f32 HWIO filter whose K/groups is a multiple of 32 (16 on AVX2-only
- * CPUs) is read in place; other filters are packed inside every call. Keeping
- * weights in HWIO is the way to pay no per-call filter packing. */
+ * CPUs) is read in place; other filters are packed inside every call, unless
+ * they were packed once by tsr_conv2d_pack_filter. */
 
 /*
  * y = epilogue(conv2d(x, w)); cross-correlation as in every framework.
@@ -261,6 +262,24 @@ TSR_API void tsr_conv2d_desc_init(tsr_conv2d_desc *desc);
 TSR_API tsr_status tsr_conv2d_output_shape(const tsr_conv2d_desc *desc, int64_t *p, int64_t *q);
 TSR_API tsr_status tsr_conv2d(tsr_context *ctx, const tsr_conv2d_desc *desc, const void *x,
                               const void *w, void *y);
+
+/*
+ * Weights packed once, for filters that serve many calls (inference): the
+ * reorder the kernel would otherwise do inside every call (at batch 1 as
+ * long as the convolution itself on ResNet-50's last layers) is done here.
+ * tsr_conv2d_packed_filter_size gives the bytes tsr_conv2d_pack_filter
+ * writes for desc; tsr_conv2d_pack_filter writes w (in desc->filter_format)
+ * into packed, in the layout the kernel this context picks for desc reads.
+ * A tsr_conv2d whose desc has the same shapes and dtypes with filter_format
+ * TSR_FILTER_PACKED then takes packed as its w (any epilogue, either
+ * activation format). The packed bytes record what they were made for: a
+ * desc they do not match is refused with a message naming the difference,
+ * and one that another kernel runs (a tuned schedule, another CPU) is still
+ * computed correctly. CPU contexts only (the packed filter is host memory).
+ */
+TSR_API tsr_status tsr_conv2d_packed_filter_size(tsr_context *ctx, const tsr_conv2d_desc *desc, size_t *bytes);
+TSR_API tsr_status tsr_conv2d_pack_filter(tsr_context *ctx, const tsr_conv2d_desc *desc, const void *w,
+                                          void *packed, size_t bytes);
 
 /* --------------------------------------------------------------- attention */
 

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Plot tessera-bench --op conv JSON: GFLOP/s per layer, grouped bars for
-Tessera (OHWI filter packed per call; HWIO filter read in place) and oneDNN
+Tessera (OHWI filter packed per call; filter packed once) and oneDNN
 (weights prepacked in its own format, `onednn_any`), one panel per
 (dtype, batch, layer set), one PNG per JSON file."""
 import argparse
@@ -13,7 +13,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 IMPLS = [("NHWC", "tessera", "tessera (OHWI, packed per call)"),
-         ("NHWC-HWIO", "tessera", "tessera (HWIO, in place)"),
+         ("NHWC-PACKED", "tessera", "tessera (packed once)"),
          ("NHWC", "onednn_any", "oneDNN (prepacked weights)")]
 
 

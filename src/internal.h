@@ -108,11 +108,35 @@ typedef struct tsr_gemm_problem {
 
 /* A conv2d after validation: p, q computed; epilogue residual is dense in
  * the output's format. */
+/* The header of a packed conv2d filter (tsr_conv2d_pack_filter) at the
+ * start of the caller's buffer; the payload follows at
+ * TSR_PACKED_FILTER_HEADER bytes. */
+#define TSR_PACKED_FILTER_MAGIC "TSRPKF1"
+#define TSR_PACKED_FILTER_HEADER 128
+typedef enum tsr_packed_layout {
+    TSR_PACKED_COPY = 0,       /* the filter in `format`, of w_dtype: any kernel reads it */
+    TSR_PACKED_PANELS = 1,     /* f32 [group][k / nr][r][s][c][nr], zero past k/groups */
+    TSR_PACKED_PAIR_PANELS = 2 /* bf16 [group][k / nr][(r, s, c) / 2][nr][2] (vdpbf16ps pairs) */
+} tsr_packed_layout;
+typedef struct tsr_packed_filter {
+    char magic[8];
+    char producer[40];   /* the kernel whose layout it is */
+    int32_t layout;      /* tsr_packed_layout */
+    int32_t nr;          /* panel width */
+    int32_t format;      /* TSR_PACKED_COPY: its tsr_filter_format */
+    int32_t w_dtype;     /* the desc's w_dtype it was made for */
+    int64_t k, c, r, s, groups;
+    int64_t payload_bytes;
+    uint64_t check;      /* FNV-1a of every byte above */
+} tsr_packed_filter;
+_Static_assert(sizeof(tsr_packed_filter) <= TSR_PACKED_FILTER_HEADER, "the packed filter header outgrew its room");
+
 typedef struct tsr_conv2d_problem {
     tsr_conv2d_desc d;
     int64_t p, q;
-    const void *x, *w;
+    const void *x, *w; /* w: a packed filter's payload when packed */
     void *y;
+    const tsr_packed_filter *packed; /* filter_format TSR_FILTER_PACKED, NULL before w is known */
 } tsr_conv2d_problem;
 
 /* Attention after validation: strides filled, scale resolved. */
@@ -181,6 +205,10 @@ typedef struct tsr_kernel {
     /* May reject a schedule the heuristic would never pick (the tuner skips it). */
     bool (*schedule_valid)(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s);
     tsr_status (*run)(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s);
+    /* conv2d, optional: the layout this kernel wants a filter packed in for
+     * p (hdr's layout, nr, format and payload_bytes), and with payload
+     * non-NULL the packing itself. Without it filters are packed as a copy. */
+    void (*pack_filter)(tsr_context *ctx, const tsr_problem *p, tsr_packed_filter *hdr, void *payload);
 } tsr_kernel;
 
 /* supports() of kernels that take every valid problem on the CPU backend

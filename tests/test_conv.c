@@ -863,6 +863,18 @@ START_TEST(bad_input_every_context) {
         e = d, e.x_dtype = TSR_BF16;
         ck_assert_int_eq(tsr_conv2d(ctx, &e, x, w, y), TSR_ERR_NOT_SUPPORTED);
         ck_assert_int_eq(tsr_conv2d_supported(ctx, &e, NULL, 0), TSR_ERR_NOT_SUPPORTED);
+        /* packed filters: host memory, so CPU contexts only; elsewhere a clear refusal */
+        size_t bytes = 0;
+        tsr_context_info info = {.size = sizeof info};
+        ck_assert_int_eq(tsr_context_get_info(ctx, &info), TSR_OK);
+        const bool host = info.backend == TSR_BACKEND_CPU;
+        ck_assert_int_eq(tsr_conv2d_packed_filter_size(ctx, &d, &bytes), host ? TSR_OK : TSR_ERR_NOT_SUPPORTED);
+        if (!host) ck_assert_ptr_nonnull(strstr(tsr_last_error(), "packed filters are for CPU contexts"));
+        e = d, e.filter_format = TSR_FILTER_PACKED;
+        ck_assert_int_eq(tsr_conv2d(ctx, &e, x, w, y), host ? TSR_ERR_INVALID_ARGUMENT : TSR_ERR_NOT_SUPPORTED);
+        e.filter_format = (tsr_filter_format)4;
+        ck_assert_int_eq(tsr_conv2d(ctx, &e, x, w, y), TSR_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_nonnull(strstr(tsr_last_error(), "filter_format (4) is not a tsr_filter_format"));
         tt_free(ctx, x), tt_free(ctx, w), tt_free(ctx, y);
     }
     tt_contexts_close(cs, nc);

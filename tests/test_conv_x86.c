@@ -175,6 +175,100 @@ START_TEST(isa_gating) {
 }
 END_TEST
 
+/* Runs case c through the public API with its filter packed once on pctx
+ * (in the layout pctx's kernel picks) and the call made on rctx. */
+static void packed_run(tsr_context *pctx, tsr_context *rctx, tsr_context *ref, const conv_case *c, const char *what) {
+    conv_data t;
+    tt_conv_setup(ref, c, &t);
+    tsr_conv2d_desc d = t.p.u.conv.d;
+    size_t bytes = 0;
+    ck_assert_msg(tsr_conv2d_packed_filter_size(pctx, &d, &bytes) == TSR_OK, "%s", tsr_last_error());
+    void *packed = malloc(bytes);
+    ck_assert_msg(tsr_conv2d_pack_filter(pctx, &d, t.w, packed, bytes) == TSR_OK, "%s", tsr_last_error());
+    d.filter_format = TSR_FILTER_PACKED;
+    ck_assert_msg(tsr_conv2d(rctx, &d, t.x, packed, t.p.u.conv.y) == TSR_OK, "%s", tsr_last_error());
+    tt_conv_compare(&t, c, tsr_last_kernel(), what);
+    free(packed);
+    tt_conv_release(&t);
+}
+
+/* Filters packed once: every case of this suite through tsr_conv2d with the
+ * packed filter, on 1 and 2 threads, and the same bytes read by the
+ * reference kernel (a packed filter stays correct whichever kernel runs). */
+START_TEST(packed_filters) {
+    tsr_context *ctx = NULL, *ref = tt_ref_context();
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int threads = 1; threads <= 2; threads++) {
+            tsr_context_set_num_threads(ctx, threads);
+            packed_run(ctx, ctx, ref, &cases[ci], "packed");
+            packed_run(ctx, ref, ref, &cases[ci], "packed, run by the reference");
+        }
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
+/* A packed filter records its shapes, dtype and layout: every mismatch is
+ * an error naming it, never a wrong answer; a kernel of another width
+ * declines it. */
+START_TEST(packed_filter_errors) {
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    tsr_conv2d_desc d;
+    tsr_conv2d_desc_init(&d);
+    d.c = 24, d.h = d.w = 6, d.k = 40, d.r = d.s = 3, d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 1;
+    static float x[24 * 36], w[40 * 24 * 9], y[40 * 36];
+    size_t bytes = 0;
+    ck_assert_int_eq(tsr_conv2d_packed_filter_size(ctx, &d, NULL), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(tsr_conv2d_packed_filter_size(ctx, &d, &bytes), TSR_OK);
+    ck_assert_uint_gt(bytes, sizeof w);
+    char *packed = malloc(bytes + 8);
+    ck_assert_int_eq(tsr_conv2d_pack_filter(ctx, &d, w, packed, bytes - 1), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tsr_last_error(), "the packed filter needs"), "%s", tsr_last_error());
+    ck_assert_int_eq(tsr_conv2d_pack_filter(ctx, &d, NULL, packed, bytes), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(tsr_conv2d_pack_filter(ctx, &d, w, packed + 4, bytes), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tsr_last_error(), "8-byte aligned"), "%s", tsr_last_error());
+    ck_assert_int_eq(tsr_conv2d_pack_filter(ctx, &d, w, packed, bytes), TSR_OK);
+    tsr_conv2d_desc pd = d;
+    pd.filter_format = TSR_FILTER_PACKED;
+    ck_assert_int_eq(tsr_conv2d_pack_filter(ctx, &pd, w, packed, bytes), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tsr_last_error(), "names the format w is in"), "%s", tsr_last_error());
+    ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, packed, y), TSR_OK);
+    pd.k = 39;
+    ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, packed, y), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tsr_last_error(), "was made for k=40 c=24 r=3 s=3 groups=1, not for this desc's k=39"), "%s",
+                  tsr_last_error());
+    pd.k = 40, pd.x_dtype = pd.w_dtype = TSR_BF16;
+    ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, packed, y), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tsr_last_error(), "made for w_dtype f32, not bf16"), "%s", tsr_last_error());
+    pd.x_dtype = pd.w_dtype = TSR_F32;
+    ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, w, y), TSR_ERR_INVALID_ARGUMENT); /* not packed at all */
+    ck_assert_msg(strstr(tsr_last_error(), "make w with tsr_conv2d_pack_filter"), "%s", tsr_last_error());
+    packed[60] ^= 1; /* a header changed after packing */
+    ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, packed, y), TSR_ERR_INVALID_ARGUMENT);
+    packed[60] ^= 1;
+    ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, packed, (float *)(void *)(packed + 256)), TSR_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(tsr_last_error(), "y overlaps w"), "%s", tsr_last_error());
+    /* the AVX2 kernel (16-wide panels) declines a filter packed for 32-wide ones */
+    const tsr_kernel *k2 = tsr_registry_find("conv2d.x86_avx2.f32");
+    const tsr_packed_filter *h = (const tsr_packed_filter *)(const void *)packed;
+    if (strcmp(h->producer, "conv2d.x86_avx512.f32") == 0) {
+        tsr_problem p;
+        memset(&p, 0, sizeof p);
+        p.op = TSR_OP_CONV2D;
+        p.u.conv.d = pd, p.u.conv.packed = h;
+        char why[160] = "";
+        ck_assert(!k2->supports(&p, ctx, why, sizeof why));
+        ck_assert_msg(strstr(why, "packed for conv2d.x86_avx512.f32"), "%s", why);
+    } else {
+        printf("SKIP conv_x86: packed_filter_errors: the filter was packed by %s, not the AVX-512 kernel\n", h->producer);
+    }
+    free(packed);
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("conv_x86");
     TCase *tc = tcase_create("x86");
@@ -182,6 +276,8 @@ int main(void) {
     tcase_add_test(tc, shapes_schedules_threads);
     tcase_add_test(tc, front_and_errors);
     tcase_add_test(tc, isa_gating);
+    tcase_add_test(tc, packed_filters);
+    tcase_add_test(tc, packed_filter_errors);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

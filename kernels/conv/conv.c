@@ -1,7 +1,10 @@
 /* conv2d op front: validate every argument, compute the output shape,
  * dispatch. Nothing is written before validation has passed. */
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "layout.h"
 #include "validate.h"
 
 void tsr_conv2d_desc_init(tsr_conv2d_desc *d) {
@@ -131,6 +134,37 @@ static tsr_status epilogue_aliasing(const tsr_conv2d_desc *d, const void *y, int
     return TSR_OK;
 }
 
+/* ------------------------------------------------------- packed filters */
+
+static uint64_t packed_check(const tsr_packed_filter *h) {
+    const unsigned char *b = (const unsigned char *)h;
+    uint64_t x = 1469598103934665603ull;
+    for (size_t i = 0; i < offsetof(tsr_packed_filter, check); i++) x = (x ^ b[i]) * 1099511628211ull;
+    return x;
+}
+
+/* w of a TSR_FILTER_PACKED desc: a header this library wrote, for d. */
+static tsr_status packed_header(const tsr_conv2d_desc *d, const void *w, const tsr_packed_filter **out) {
+    const tsr_packed_filter *h = w;
+    if ((uintptr_t)w % 8)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: w (a packed filter) must be 8-byte aligned, as "
+                        "tsr_conv2d_pack_filter requires of its output");
+    if (memcmp(h->magic, TSR_PACKED_FILTER_MAGIC, sizeof h->magic) || h->check != packed_check(h))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: filter_format is TSR_FILTER_PACKED but w does not start "
+                        "with a packed filter's header (make w with tsr_conv2d_pack_filter)");
+    if (h->k != d->k || h->c != d->c || h->r != d->r || h->s != d->s || h->groups != d->groups)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT,
+                        "conv2d: the packed filter w was made for k=%lld c=%lld r=%lld s=%lld groups=%lld, not for "
+                        "this desc's k=%lld c=%lld r=%lld s=%lld groups=%lld", (long long)h->k, (long long)h->c,
+                        (long long)h->r, (long long)h->s, (long long)h->groups, (long long)d->k, (long long)d->c,
+                        (long long)d->r, (long long)d->s, (long long)d->groups);
+    if (h->w_dtype != (int32_t)d->w_dtype)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the packed filter w was made for w_dtype %s, not %s",
+                        tsr_dtype_name((tsr_dtype)h->w_dtype), tsr_dtype_name(d->w_dtype));
+    *out = h;
+    return TSR_OK;
+}
+
 /* Validates d (and the pointers when check_ptrs) and fills prob. */
 static tsr_status conv_prepare(const tsr_context *ctx, const tsr_conv2d_desc *d, const void *x, const void *w,
                                void *y, bool check_ptrs, tsr_problem *prob) {
@@ -138,7 +172,7 @@ static tsr_status conv_prepare(const tsr_context *ctx, const tsr_conv2d_desc *d,
     if (st) return st;
     if ((unsigned)d->format > TSR_NCHW)
         return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: format (%d) is not a tsr_tensor_format", (int)d->format);
-    if ((unsigned)d->filter_format > TSR_FILTER_HWIO)
+    if ((unsigned)d->filter_format > TSR_FILTER_PACKED)
         return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: filter_format (%d) is not a tsr_filter_format",
                         (int)d->filter_format);
     if (!tsr_dtype_valid(d->x_dtype) || !tsr_dtype_valid(d->w_dtype) || !tsr_dtype_valid(d->y_dtype))
@@ -167,6 +201,17 @@ static tsr_status conv_prepare(const tsr_context *ctx, const tsr_conv2d_desc *d,
                         "overflows int64", (long long)d->n, (long long)d->k, (long long)p, (long long)q);
     if ((st = epilogue_extents(d, ye))) return st;
 
+    const tsr_packed_filter *packed = NULL;
+    if (d->filter_format == TSR_FILTER_PACKED) {
+        if (!ctx->ops->host_addressable)
+            return tsr_fail(TSR_ERR_NOT_SUPPORTED, "conv2d: packed filters are for CPU contexts (this one is %s); "
+                            "pass the filter in its own format", tsr_backend_name(ctx->backend));
+        if (w) {
+            if ((st = packed_header(d, w, &packed))) return st;
+            wb = TSR_PACKED_FILTER_HEADER + packed->payload_bytes;
+        }
+    }
+
     if (check_ptrs && d->n > 0) {
         if (!x) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: x is NULL");
         if (!w) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: w is NULL");
@@ -188,6 +233,13 @@ static tsr_status conv_prepare(const tsr_context *ctx, const tsr_conv2d_desc *d,
     prob->u.conv.x = x;
     prob->u.conv.w = w;
     prob->u.conv.y = y;
+    if (packed && packed->layout == TSR_PACKED_COPY) { /* any kernel reads it in its format */
+        prob->u.conv.d.filter_format = (tsr_filter_format)packed->format;
+        prob->u.conv.w = (const char *)w + TSR_PACKED_FILTER_HEADER;
+    } else if (packed) {
+        prob->u.conv.packed = packed;
+        prob->u.conv.w = (const char *)w + TSR_PACKED_FILTER_HEADER;
+    }
     return TSR_OK;
 }
 
@@ -203,4 +255,83 @@ tsr_status tsr_conv2d(tsr_context *ctx, const tsr_conv2d_desc *desc, const void 
 tsr_status tsr_conv2d_supported(const tsr_context *ctx, const tsr_conv2d_desc *desc, char *why, size_t why_len) {
     tsr_problem p;
     return tsr_supported_answer(ctx, conv_prepare(ctx, desc, NULL, NULL, NULL, false, &p), &p, why, why_len);
+}
+
+/* The header (layout and payload size) of p's filter packed for the kernel
+ * this context picks for it. */
+static tsr_status pack_plan(tsr_context *ctx, const tsr_conv2d_desc *desc, tsr_problem *p, tsr_packed_filter *h,
+                            const tsr_kernel **kernel) {
+    tsr_status st = conv_prepare(ctx, desc, NULL, NULL, NULL, false, p);
+    if (st) return st;
+    if (desc->filter_format == TSR_FILTER_PACKED)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: desc->filter_format is TSR_FILTER_PACKED; to pack a "
+                        "filter, the desc names the format w is in");
+    if (!ctx->ops->host_addressable)
+        return tsr_fail(TSR_ERR_NOT_SUPPORTED, "conv2d: packed filters are for CPU contexts (this one is %s); pass "
+                        "the filter in its own format", tsr_backend_name(ctx->backend));
+    char why[256];
+    const tsr_kernel *k = tsr_dispatch_select(ctx, p, why, sizeof why);
+    if (!k) return tsr_fail(TSR_ERR_NOT_SUPPORTED, "conv2d: %s", why);
+    memset(h, 0, sizeof *h);
+    memcpy(h->magic, TSR_PACKED_FILTER_MAGIC, sizeof h->magic);
+    snprintf(h->producer, sizeof h->producer, "%s", k->name);
+    h->layout = TSR_PACKED_COPY, h->format = desc->filter_format, h->w_dtype = desc->w_dtype;
+    h->k = desc->k, h->c = desc->c, h->r = desc->r, h->s = desc->s, h->groups = desc->groups;
+    if (k->pack_filter) k->pack_filter(ctx, p, h, NULL);
+    if (h->layout == TSR_PACKED_COPY)
+        h->payload_bytes = desc->k * (desc->c / desc->groups) * desc->r * desc->s * (int64_t)tsr_dtype_size(desc->w_dtype);
+    *kernel = k;
+    return TSR_OK;
+}
+
+tsr_status tsr_conv2d_packed_filter_size(tsr_context *ctx, const tsr_conv2d_desc *desc, size_t *bytes) {
+    tsr_problem p;
+    tsr_packed_filter h;
+    const tsr_kernel *k;
+    tsr_status st = pack_plan(ctx, desc, &p, &h, &k);
+    if (st) return st;
+    if (!bytes) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: bytes (the output) must not be NULL");
+    *bytes = (size_t)(TSR_PACKED_FILTER_HEADER + h.payload_bytes);
+    tsr_clear_error();
+    return TSR_OK;
+}
+
+tsr_status tsr_conv2d_pack_filter(tsr_context *ctx, const tsr_conv2d_desc *desc, const void *w, void *packed,
+                                  size_t bytes) {
+    tsr_problem p;
+    tsr_packed_filter h;
+    const tsr_kernel *k = NULL;
+    tsr_status st = pack_plan(ctx, desc, &p, &h, &k);
+    if (st) return st;
+    if (!w) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: w is NULL");
+    if (!packed) return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: packed is NULL");
+    if ((uintptr_t)packed % 8)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: packed must be 8-byte aligned (malloc's memory is)");
+    const int64_t need = TSR_PACKED_FILTER_HEADER + h.payload_bytes;
+    if ((uint64_t)bytes < (uint64_t)need)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: bytes (%zu) is less than the %lld the packed filter needs "
+                        "(tsr_conv2d_packed_filter_size)", bytes, (long long)need);
+    const int64_t Cg = desc->c / desc->groups, elems = desc->k * Cg * desc->r * desc->s;
+    const size_t es = tsr_dtype_size(desc->w_dtype);
+    if (tsr_ranges_overlap(packed, need, w, elems * (int64_t)es))
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: packed overlaps w");
+    p.u.conv.w = w;
+    char *payload = (char *)packed + TSR_PACKED_FILTER_HEADER;
+    if (h.layout == TSR_PACKED_COPY) { /* element by element into h.format */
+        for (int64_t kk = 0; kk < desc->k; kk++)
+            for (int64_t c = 0; c < Cg; c++)
+                for (int64_t r = 0; r < desc->r; r++)
+                    for (int64_t s = 0; s < desc->s; s++)
+                        memcpy(payload + es * (size_t)tsr_packed_filter_offset(&h, kk, c, r, s),
+                               (const char *)w + es * (size_t)tsr_filter_offset(desc->filter_format, kk, c, r, s,
+                                                                                desc->k, Cg, desc->r, desc->s),
+                               es);
+    } else {
+        k->pack_filter(ctx, &p, &h, payload);
+    }
+    memset(packed, 0, TSR_PACKED_FILTER_HEADER);
+    h.check = packed_check(&h);
+    memcpy(packed, &h, sizeof h);
+    tsr_clear_error();
+    return TSR_OK;
 }

@@ -1,7 +1,8 @@
 /* Reference conv2d: direct cross-correlation accumulated in double, for any
  * format, filter format, groups, stride, padding and dilation. It is the
  * test oracle and the last-resort kernel, so it indexes every element
- * through layout.h's offset helpers instead of being clever. */
+ * through layout.h's offset helpers instead of being clever (packed
+ * filters included, whichever kernel's layout they are in). */
 #include "layout.h"
 
 /* y[n][k][oh][ow] before the epilogue: the taps of k's group that land
@@ -9,6 +10,7 @@
 static double conv_point(const tsr_conv2d_problem *cp, int64_t n, int64_t k, int64_t oh, int64_t ow) {
     const tsr_conv2d_desc *d = &cp->d;
     const int64_t Cg = d->c / d->groups, Kg = d->k / d->groups, c0 = (k / Kg) * Cg;
+    const tsr_dtype wt = cp->packed ? tsr_packed_filter_dtype(cp->packed) : d->w_dtype;
     double acc = 0.0;
     for (int64_t r = 0; r < d->r; r++) {
         const int64_t ih = oh * d->stride_h - d->pad_top + r * d->dilation_h;
@@ -18,8 +20,9 @@ static double conv_point(const tsr_conv2d_problem *cp, int64_t n, int64_t k, int
             if (iw < 0 || iw >= d->w) continue;
             for (int64_t c = 0; c < Cg; c++) {
                 int64_t xi = tsr_act_offset(d->format, n, c0 + c, ih, iw, d->c, d->h, d->w);
-                int64_t wi = tsr_filter_offset(d->filter_format, k, c, r, s, d->k, Cg, d->r, d->s);
-                acc += (double)tsr_load_f(cp->x, d->x_dtype, xi) * (double)tsr_load_f(cp->w, d->w_dtype, wi);
+                int64_t wi = cp->packed ? tsr_packed_filter_offset(cp->packed, k, c, r, s)
+                                        : tsr_filter_offset(d->filter_format, k, c, r, s, d->k, Cg, d->r, d->s);
+                acc += (double)tsr_load_f(cp->x, d->x_dtype, xi) * (double)tsr_load_f(cp->w, wt, wi);
             }
         }
     }

@@ -31,6 +31,7 @@
 #include "layout.h"
 
 #define NR (NV * VL)
+#define CONV_NAME "conv2d." CONV_ARCH ".f32"
 #include "../gemm/x86_ukernel.h"
 
 enum { KNOB_ALGO, KNOB_OCB, KNOB_PXB, KNOB_ORDER };
@@ -73,6 +74,11 @@ static bool conv_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
         tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "conv2d.%s needs a CPU with its ISA", CONV_ARCH);
         return false;
     }
+    const tsr_packed_filter *h = p->u.conv.packed;
+    if (h && (strcmp(h->producer, CONV_NAME) || h->nr != NR)) {
+        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: the filter was packed for %s", CONV_NAME, h->producer);
+        return false;
+    }
     int residuals = 0;
     for (int i = 0; i < d->epilogue.num_steps; i++) residuals += d->epilogue.steps[i].op == TSR_EPI_RESIDUAL;
     if (d->format == TSR_NCHW && residuals > 1) { /* one NHWC scratch copy per call */
@@ -95,7 +101,8 @@ static void conv_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
      * 0.51-0.77x for K >= 512 or 14x14 and less); the direct kernel keeps
      * the wide early layers */
     const bool gemm = is_1x1_gemm(cp) && (d->k >= 512 || cp->p * cp->q <= 14 * 14);
-    s->v[KNOB_ALGO] = is_depthwise(d) ? ALGO_DEPTHWISE : gemm ? ALGO_GEMM : ALGO_DIRECT;
+    const bool packed = d->filter_format == TSR_FILTER_PACKED; /* in direct panels */
+    s->v[KNOB_ALGO] = packed ? ALGO_DIRECT : is_depthwise(d) ? ALGO_DEPTHWISE : gemm ? ALGO_GEMM : ALGO_DIRECT;
     /* Enough panels per item that a tile's input rows are reused, few
      * enough that their weights stay in L2 (~256 KiB of f32 panels). */
     const int64_t panel_bytes = d->r * d->s * Cg * NR * 4;
@@ -113,6 +120,7 @@ static void conv_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
 
 static bool conv_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)ctx;
+    if (p->u.conv.d.filter_format == TSR_FILTER_PACKED && s->v[KNOB_ALGO] != ALGO_DIRECT) return false;
     if (s->v[KNOB_ALGO] == ALGO_GEMM) return is_1x1_gemm(&p->u.conv);
     if (s->v[KNOB_ALGO] == ALGO_DEPTHWISE) return is_depthwise(&p->u.conv.d);
     return s->v[KNOB_ALGO] == ALGO_DIRECT && s->v[KNOB_OCB] >= 1 && s->v[KNOB_PXB] >= 1;
@@ -444,8 +452,10 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     if (s->v[KNOB_ALGO] == ALGO_GEMM && is_1x1_gemm(cp)) return gemm_run(ctx, cp);
     const bool dw = s->v[KNOB_ALGO] == ALGO_DEPTHWISE && is_depthwise(d);
     const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
-    const bool in_place = !dw && filter_in_place(d), bf = !dw && use_bf16(ctx, d);
-    const int64_t wn = in_place ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
+    const tsr_packed_filter *packed = cp->packed;
+    const bool in_place = !dw && filter_in_place(d);
+    const bool bf = packed ? packed->layout == TSR_PACKED_PAIR_PANELS : !dw && use_bf16(ctx, d);
+    const int64_t wn = in_place || packed ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
     float *buf = aligned_alloc(64, (size_t)((wn + zn + xs) * 4 + 63) / 64 * 64);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the packed filter", CONV_ARCH);
@@ -453,7 +463,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     memset(zero, 0, sizeof(float) * (size_t)zn);
     conv_job j = {.d = d, .P = cp->p, .Q = cp->q, .x = xf ? xf : (const float *)cp->x,
                   .x_dtype = xf || bf ? TSR_F32 : d->x_dtype, .bf = bf,
-                  .wp = in_place ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
+                  .wp = in_place || packed ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
                   .y = cp->y, .epi = &d->epilogue,
                   .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
@@ -464,10 +474,12 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     {
         if (xf) widen(cp->x, d->x_dtype, xf, xn);
         if (dw) pack_depthwise(d, cp->w, buf);
+        else if (packed || in_place) { /* the filter is read as it is */
+        }
 #ifdef CONV_BF16
         else if (bf) pack_filter_bf16(d, cp->w, (uint16_t *)buf);
 #endif
-        else if (!in_place) pack_filter(d, cp->w, buf);
+        else pack_filter(d, cp->w, buf);
 #pragma omp barrier
         if (dw) depthwise_run(&j);
         else direct_run(&j, s);
@@ -509,8 +521,40 @@ static tsr_status conv_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     return st;
 }
 
+/* Filters packed once (tsr_conv2d_pack_filter): the direct algorithm's
+ * panels, exactly as it packs them per call. A 1x1 that goes to the GEMM
+ * with many pixels takes a copy in HWIO, [c][k], the GEMM's B untransposed
+ * (OHWI made it transpose B in every call); with few (7x7 at batch 1) the
+ * GEMM's own per-call packing of B would stay, and the direct kernel on
+ * panels is as fast. Depthwise: a copy as given (its own per-call
+ * repacking is a few KiB). */
+static void conv_pack_filter(tsr_context *ctx, const tsr_problem *p, tsr_packed_filter *h, void *payload) {
+    const tsr_conv2d_desc *d = &p->u.conv.d;
+    tsr_schedule s;
+    memset(&s, 0, sizeof s);
+    conv_default(p, ctx, &s);
+    if (s.v[KNOB_ALGO] == ALGO_GEMM && d->n * p->u.conv.p * p->u.conv.q >= 128) {
+        h->format = TSR_FILTER_HWIO;
+        return;
+    }
+    if (s.v[KNOB_ALGO] == ALGO_DEPTHWISE) return;
+    const bool bf = use_bf16(ctx, d);
+    h->layout = bf ? TSR_PACKED_PAIR_PANELS : TSR_PACKED_PANELS, h->nr = NR;
+    h->payload_bytes = d->groups * panels_of(d) * d->r * d->s * (d->c / d->groups) * NR * (bf ? 2 : 4);
+    if (!payload) return;
+    const int nt = tsr_threads_for(ctx, (double)h->payload_bytes, 1e6);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+#ifdef CONV_BF16
+        if (bf) pack_filter_bf16(d, p->u.conv.w, payload);
+        else
+#endif
+            pack_filter(d, p->u.conv.w, payload);
+    }
+}
+
 const tsr_kernel CONV_SYMBOL = {
-    .name = "conv2d." CONV_ARCH ".f32",
+    .name = CONV_NAME,
     .op = TSR_OP_CONV2D,
     .backend = TSR_BACKEND_CPU,
     .arch = CONV_ARCH,
@@ -520,4 +564,5 @@ const tsr_kernel CONV_SYMBOL = {
     .default_schedule = conv_default,
     .schedule_valid = conv_valid,
     .run = conv_run,
+    .pack_filter = conv_pack_filter,
 };
