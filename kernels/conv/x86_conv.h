@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../arch/x86_avx2/transpose.h"
 #include "../../arch/x86_avx512/vdtype.h"
 #include "layout.h"
 
@@ -159,14 +160,17 @@ static void pack_filter_bf16(const tsr_conv2d_desc *d, const void *w, uint16_t *
         const int64_t g = gp / Kp, k0 = g * Kg + gp % Kp * NR;
         const int64_t nk = Kg - gp % Kp * NR < NR ? Kg - gp % Kp * NR : NR;
         uint16_t *panel = dst + gp * rsc * NR;
-        if (d->filter_format == TSR_FILTER_OHWI) { /* row k is [r][s][c]: channel pairs are 32-bit words */
-            if (nk < NR) memset(panel, 0, sizeof(uint16_t) * (size_t)(rsc * NR));
-            for (int64_t p0 = 0; p0 < rsc / 2; p0 += 16)
-                for (int64_t kk = 0; kk < nk; kk++) {
-                    const uint16_t *row = src + (k0 + kk) * rsc;
-                    for (int64_t p = p0; p < p0 + 16 && p < rsc / 2; p++)
-                        memcpy(panel + (p * NR + kk) * 2, row + 2 * p, 2 * sizeof(uint16_t));
-                }
+        if (d->filter_format == TSR_FILTER_OHWI) { /* row k is [r][s][c]: channel pairs are 32-bit words, transposed 8x8 */
+            const int64_t pairs = rsc / 2, p8 = pairs / 8 * 8;
+            const uint16_t *rows0 = src + k0 * rsc;
+            for (int64_t kk = 0; kk < NR; kk += 8) {
+                const int rows = (int)(nk - kk < 0 ? 0 : nk - kk < 8 ? nk - kk : 8);
+                for (int64_t p = 0; p < p8; p += 8)
+                    tsr_transpose8x8(rows0 + kk * rsc + 2 * p, pairs, rows, panel + (p * NR + kk) * 2, NR, 8);
+                for (int64_t p = p8; p < pairs; p++)
+                    for (int64_t q = kk; q < kk + 8; q++)
+                        for (int e = 0; e < 2; e++) panel[(p * NR + q) * 2 + e] = q < nk ? rows0[q * rsc + 2 * p + e] : 0;
+            }
             continue;
         }
         if (d->filter_format == TSR_FILTER_HWIO) { /* row (r, s, c) holds k contiguously */
@@ -241,13 +245,14 @@ static void pack_filter(const tsr_conv2d_desc *d, const void *w, float *dst) {
         const int64_t g = gp / Kp, k0 = g * Kg + gp % Kp * NR;
         const int64_t nk = Kg - gp % Kp * NR < NR ? Kg - gp % Kp * NR : NR;
         float *panel = dst + gp * rsc * NR;
-        if (ohwi_f32) { /* row k of the filter is [r][s][c]: one contiguous run */
+        if (ohwi_f32) { /* row k of the filter is [r][s][c]: 8x8 register transposes (rows past nk read as 0) */
             const float *src = (const float *)w + k0 * rsc;
-            if (nk < NR) memset(panel, 0, sizeof(float) * (size_t)(rsc * NR));
-            for (int64_t j0 = 0; j0 < rsc; j0 += 16) { /* 16 columns of each row: whole lines read */
-                const int64_t j1 = j0 + 16 < rsc ? j0 + 16 : rsc;
-                for (int64_t kk = 0; kk < nk; kk++)
-                    for (int64_t j = j0; j < j1; j++) panel[j * NR + kk] = src[kk * rsc + j];
+            const int64_t j8 = rsc / 8 * 8;
+            for (int64_t kk = 0; kk < NR; kk += 8) {
+                const int rows = (int)(nk - kk < 0 ? 0 : nk - kk < 8 ? nk - kk : 8);
+                for (int64_t j = 0; j < j8; j += 8) tsr_transpose8x8(src + kk * rsc + j, rsc, rows, panel + j * NR + kk, NR, 8);
+                for (int64_t j = j8; j < rsc; j++)
+                    for (int64_t q = kk; q < kk + 8; q++) panel[j * NR + q] = q < nk ? src[q * rsc + j] : 0.0f;
             }
             continue;
         }
