@@ -97,11 +97,10 @@ static void conv_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     const tsr_conv2d_desc *d = &cp->d;
     const int64_t Cg = d->c / d->groups, panels = panels_of(d);
     const int64_t pixels = d->n * cp->p * cp->q, tiles = (pixels + MR - 1) / MR;
-    /* 1x1: the GEMM's bigger tiles win once the outputs are many channels or
-     * the image is small (ResNet-50 on Zen 4: 0.69-0.86x oneDNN from
-     * 0.51-0.77x for K >= 512 or 14x14 and less); the direct kernel keeps
-     * the wide early layers */
-    const bool gemm = is_1x1_gemm(cp) && (d->k >= 512 || cp->p * cp->q <= 14 * 14);
+    /* 1x1, stride 1: the GEMM's bigger tiles win (ResNet-50's on Zen 4,
+     * best of many calls: 2 threads 1.00-1.08x the direct kernel on the
+     * 56x56 layers, up to 1.09x on one) */
+    const bool gemm = is_1x1_gemm(cp);
     const bool packed = d->filter_format == TSR_FILTER_PACKED; /* in direct panels */
     s->v[KNOB_ALGO] = packed ? ALGO_DIRECT : is_depthwise(d) ? ALGO_DEPTHWISE : gemm ? ALGO_GEMM : ALGO_DIRECT;
     /* Enough panels per item that a tile's input rows are reused, few
