@@ -22,10 +22,12 @@
  * Edge values as the reference: a NaN or +inf anywhere in a softmax row
  * gives a NaN row (the reference's exp(inf - inf)); a row of -inf gives 0s;
  * -inf entries give exact 0s. The vector passes need not look for them:
- * a row max that is not finite sends the row to a scalar pass, and a NaN
- * entry, the one case that leaves the max finite (the vector max may even
- * drop values in its lane), makes the sum of exponentials NaN. Norms let
- * NaN and inf flow through the arithmetic as the reference's does. */
+ * a NaN entry makes its exp, hence the sum and every output, NaN (the
+ * vector max may drop values from a NaN's lane: whatever the exps of the
+ * rest become, the sum stays NaN); a +inf makes the max +inf and its own
+ * exp(inf - inf) NaN, with the same effect. Only a max of -inf (a row of
+ * -inf, maybe with NaNs) needs a scalar look. Norms let NaN and inf flow
+ * through the arithmetic as the reference's does. */
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -62,15 +64,11 @@ ALWAYS_INLINE int tail_of(int64_t left) { return left < VL ? (int)left : VL; }
 ALWAYS_INLINE vf max4(const vf *v) { return vf_max(vf_max(v[0], v[1]), vf_max(v[2], v[3])); }
 ALWAYS_INLINE vf add4(const vf *v) { return vf_add(vf_add(v[0], v[1]), vf_add(v[2], v[3])); }
 
-/* A row whose max is not finite: NaN if it holds a NaN or +inf, else
- * (all -inf) 0s. Rare; scalar. */
+/* A row whose max is -inf: NaN if it holds a NaN, else (all -inf) 0s. */
 static void softmax_edge_row(const tsr_rowwise_problem *r, int64_t xo, int64_t yo) {
-    bool bad = false;
-    for (int64_t j = 0; j < r->d.cols && !bad; j++) {
-        const float x = tsr_load_f(r->x, r->d.x_dtype, xo + j);
-        bad = x != x || x == INFINITY;
-    }
-    for (int64_t j = 0; j < r->d.cols; j++) tsr_store_f(r->y, r->d.y_dtype, yo + j, bad ? NAN : 0.0f);
+    bool nan = false;
+    for (int64_t j = 0; j < r->d.cols && !nan; j++) nan = isnan(tsr_load_f(r->x, r->d.x_dtype, xo + j));
+    for (int64_t j = 0; j < r->d.cols; j++) tsr_store_f(r->y, r->d.y_dtype, yo + j, nan ? NAN : 0.0f);
 }
 
 /* e: f32 scratch of cols rounded up to VL, which keeps exp(x - max)
@@ -88,7 +86,7 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
         acc[0] = vf_max(acc[0], vf_fill_past(vf_load_n_dtype(r->x, xt, xo + j, n), n, vf_set1(-INFINITY)));
     }
     const float m = vf_hmax(max4(acc));
-    if (!(m > -INFINITY && m < INFINITY)) {
+    if (m == -INFINITY) {
         softmax_edge_row(r, xo, yo);
         return;
     }
@@ -109,58 +107,63 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
         vf_store(e + j, ev);
         acc[0] = vf_add(acc[0], ev);
     }
-    const float s = vf_hsum(add4(acc));
-    if (s != s) { /* a NaN entry */
-        for (int64_t j = 0; j < C; j++) tsr_store_f(r->y, yt, yo + j, NAN);
-        return;
-    }
     /* x may be y: every element was read above */
-    const vf inv = vf_set1(1.0f / s);
+    const vf inv = vf_set1(1.0f / vf_hsum(add4(acc)));
     for (int64_t j = 0; j < CV; j += RSTEP)
         for (int u = 0; u < RV; u++) vf_store_dtype(r->y, yt, yo + j + u * VL, vf_mul(vf_load(e + j + u * VL), inv));
     for (int64_t j = CV; j < C; j += VL) vf_store_n_dtype(r->y, yt, yo + j, vf_mul(vf_load(e + j), inv), tail_of(C - j));
 }
 
+/* Layernorm (center) or rmsnorm. The centred values are (x - x0) - m,
+ * with x0 the row's first value and m = mean - x0 = sum(x - x0) / C: x - x0
+ * is exact for values near each other and m is small, so rows that sit
+ * far from 0 (1e4 +- 5) keep the digits that x - mean, with the mean
+ * rounded to an f32 near 1e4, would lose. */
 ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool center, tsr_dtype xt, tsr_dtype yt,
                             next_row nx) {
     const int64_t C = r->d.cols, CV = C / RSTEP * RSTEP;
     const int64_t xo = row * r->d.x_row_stride, yo = row * r->d.y_row_stride;
     vf acc[RV];
-    float mean = 0.0f;
+    const vf x0 = vf_set1(center ? tsr_load_f(r->x, xt, xo) : 0.0f);
+    float m = 0.0f;
     if (center) {
         for (int u = 0; u < RV; u++) acc[u] = vf_zero();
         for (int64_t j = 0; j < CV; j += RSTEP)
-            for (int u = 0; u < RV; u++) acc[u] = vf_add(acc[u], vf_load_dtype(r->x, xt, xo + j + u * VL));
-        for (int64_t j = CV; j < C; j += VL) acc[0] = vf_add(acc[0], vf_load_n_dtype(r->x, xt, xo + j, tail_of(C - j)));
-        mean = vf_hsum(add4(acc)) / (float)C;
+            for (int u = 0; u < RV; u++) acc[u] = vf_add(acc[u], vf_sub(vf_load_dtype(r->x, xt, xo + j + u * VL), x0));
+        for (int64_t j = CV; j < C; j += VL) {
+            const int n = tail_of(C - j);
+            acc[0] = vf_add(acc[0], vf_fill_past(vf_sub(vf_load_n_dtype(r->x, xt, xo + j, n), x0), n, vf_zero()));
+        }
+        m = vf_hsum(add4(acc)) / (float)C;
     }
-    const vf mv = vf_set1(mean);
+    const vf mv = vf_set1(m);
+#define CENTRED(x) (center ? vf_sub(vf_sub(x, x0), mv) : (x))
     for (int u = 0; u < RV; u++) acc[u] = vf_zero();
     for (int64_t j = 0; j < CV; j += RSTEP) {
         prefetch_next(nx, j, RSTEP);
         for (int u = 0; u < RV; u++) {
-            const vf d = vf_sub(vf_load_dtype(r->x, xt, xo + j + u * VL), mv);
+            const vf d = CENTRED(vf_load_dtype(r->x, xt, xo + j + u * VL));
             acc[u] = vf_fma(d, d, acc[u]);
         }
     }
     prefetch_next(nx, CV, C - CV);
     for (int64_t j = CV; j < C; j += VL) {
         const int n = tail_of(C - j);
-        const vf d = vf_fill_past(vf_sub(vf_load_n_dtype(r->x, xt, xo + j, n), mv), n, vf_zero());
+        const vf d = vf_fill_past(CENTRED(vf_load_n_dtype(r->x, xt, xo + j, n)), n, vf_zero());
         acc[0] = vf_fma(d, d, acc[0]);
     }
     const float q = vf_hsum(add4(acc));
-    const float inv = (float)(1.0 / sqrt((double)q / (double)C + (double)r->d.epsilon));
-    const vf iv = vf_set1(inv);
+    const vf iv = vf_set1((float)(1.0 / sqrt((double)q / (double)C + (double)r->d.epsilon)));
     const float *g = r->gamma, *b = center ? r->beta : NULL;
     for (int64_t j = 0; j < C; j += VL) {
         const int n = tail_of(C - j);
-        vf v = vf_mul(vf_sub(n == VL ? vf_load_dtype(r->x, xt, xo + j) : vf_load_n_dtype(r->x, xt, xo + j, n), mv), iv);
+        vf v = vf_mul(CENTRED(n == VL ? vf_load_dtype(r->x, xt, xo + j) : vf_load_n_dtype(r->x, xt, xo + j, n)), iv);
         if (g) v = vf_mul(v, vf_load_n(g + j, n));
         if (b) v = vf_add(v, vf_load_n(b + j, n));
         if (n == VL) vf_store_dtype(r->y, yt, yo + j, v);
         else vf_store_n_dtype(r->y, yt, yo + j, v, n);
     }
+#undef CENTRED
 }
 
 /* Rows [r0, r1) of one thread, specialised per (x, y) dtype so the
@@ -168,11 +171,16 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
 ALWAYS_INLINE void rows_xy(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_t r1, tsr_dtype xt,
                            tsr_dtype yt, float *e) {
     const int es = (int)tsr_dtype_size(xt);
-    for (int64_t row = r0; row < r1; row++) {
-        const next_row nx = {row + 1 < r1 ? (const char *)r->x + (row + 1) * r->d.x_row_stride * es : NULL, es};
-        if (op == TSR_OP_SOFTMAX) softmax_row(r, row, xt, yt, e, nx);
-        else norm_row(r, row, op == TSR_OP_LAYERNORM, xt, yt, nx);
+    /* one loop per op, so norm_row's center is a constant in each */
+#define EACH_ROW(call)                                                                                     \
+    for (int64_t row = r0; row < r1; row++) {                                                              \
+        const next_row nx = {row + 1 < r1 ? (const char *)r->x + (row + 1) * r->d.x_row_stride * es : NULL, es}; \
+        call;                                                                                              \
     }
+    if (op == TSR_OP_SOFTMAX) EACH_ROW(softmax_row(r, row, xt, yt, e, nx))
+    else if (op == TSR_OP_LAYERNORM) EACH_ROW(norm_row(r, row, true, xt, yt, nx))
+    else EACH_ROW(norm_row(r, row, false, xt, yt, nx))
+#undef EACH_ROW
 }
 
 #define ROW_CASE(XT, YT)                             \
