@@ -1,7 +1,10 @@
 /* Fused elementwise chains on x86, one source for the AVX2 and AVX-512
  * builds (define CHAIN_ARCH, CHAIN_SYMBOL and CHAIN_FEATURES after a
- * simd.h, vmath.h and vdtype.h). One pass: VL elements of x are loaded,
- * every step runs on them in registers, y is stored once.
+ * simd.h, vmath.h and vdtype.h). One pass: NV vectors of x are loaded,
+ * every step runs on them in registers, y is stored once. NV vectors at a
+ * time give the out-of-order core independent exp chains to overlap and
+ * pay a step's dispatch once per NV * VL elements; the streamed inputs
+ * are prefetched PREFETCH_BYTES ahead.
  *
  * Layout: dims that are contiguous in y, x and every operand alike are
  * merged, so a dense or row-broadcast problem becomes few long rows; the
@@ -12,7 +15,7 @@
  * Values: identity, neg, abs, square, sqrt, rsqrt, reciprocal, relu, + - *
  * / and NaN-propagating max/min are the f32 operations the reference's
  * definitions round to (rsqrt and reciprocal within 1 ulp); exp, sigmoid
- * and silu are built on exp_scaled below and stay within 2, 3 and 3 ulp of
+ * and silu are built on x86_vexp.h's exps and stay within 2, 3 and 3 ulp of
  * the double-precision definitions over the whole float range (overflow
  * to inf, the denormal range, -inf, NaN), as tests/test_elementwise_x86.c
  * measures;
@@ -35,26 +38,12 @@
 #define vf_sqrt(x) _mm256_sqrt_ps(x)
 #endif
 
-/* a / b for b in [1, 2] (1 + e below). AVX-512: vrcp14ps refined by one
- * Newton step (relative error 2^-24 before the product's rounding): a
- * quarter of vdivps's cost, which bounds sigmoid and silu otherwise, for
- * at most one more ulp; infinite a stays infinite. AVX2's rcpps has 12 bits,
- * too few for one step: it divides. */
-static inline vf div_by_1_to_2(vf a, vf b) {
-#if VL == 16
-    const vf r0 = _mm512_rcp14_ps(b);
-    return vf_mul(a, vf_fma(r0, _mm512_fnmadd_ps(b, r0, vf_set1(1.0f)), r0));
-#else
-    return vf_div(a, b);
-#endif
-}
-
 /* 1 / (1 + exp(-x)) as (x < 0 ? e : 1) / (1 + e) with e = exp(-|x|):
  * one exp, one division, no overflow, and for x < -87 the denormal e is
  * the answer itself (1 + e == 1). */
 static inline vf sigmoid_full(vf x) {
     const vf one = vf_set1(1.0f), e = exp_nonpos(vf_mul(vf_copysign(x, vf_zero()), vf_set1(-1.0f)));
-    return div_by_1_to_2(vf_select(vf_is(x, vf_zero(), _CMP_LT_OQ), one, e), vf_add(one, e));
+    return vf_div(vf_select(vf_is(x, vf_zero(), _CMP_LT_OQ), one, e), vf_add(one, e));
 }
 
 /* x / (1 + exp(-x)) as x (x < 0 ? e : 1) / (1 + e), e = exp(-|x|). Where
@@ -63,7 +52,7 @@ static inline vf sigmoid_full(vf x) {
  * (-inf * 0), as the definition does. */
 static inline vf silu_full(vf x) {
     const vf one = vf_set1(1.0f), e = exp_nonpos(vf_mul(vf_copysign(x, vf_zero()), vf_set1(-1.0f)));
-    const vf r = div_by_1_to_2(vf_mul(x, vf_select(vf_is(x, vf_zero(), _CMP_LT_OQ), one, e)), vf_add(one, e));
+    const vf r = vf_div(vf_mul(x, vf_select(vf_is(x, vf_zero(), _CMP_LT_OQ), one, e)), vf_add(one, e));
     const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
     if (!vf_any(tail)) return r;
     const vf low = vf_mul(vf_mul(x, exp_scaled(x, 64.0f)), vf_set1(0x1p-64f)); /* 1 + e == 1 there */

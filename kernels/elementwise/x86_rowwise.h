@@ -40,6 +40,7 @@
 
 #define RV 4          /* vectors per step of a pass */
 #define RSTEP (RV * VL)
+_Static_assert(RV == 4, "max4 and add4 fold four accumulators");
 #define ROW_STACK_COLS 8192 /* softmax rows up to this keep exp(x - max) on the stack */
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
