@@ -163,12 +163,169 @@ START_TEST(binary_whole_range) {
 }
 END_TEST
 
+/* ------------------------------------------------------------- row kernels */
+
+static const char *const row_ops[] = {"softmax", "layernorm", "rmsnorm"};
+static const tsr_op row_op_ids[] = {TSR_OP_SOFTMAX, TSR_OP_LAYERNORM, TSR_OP_RMSNORM};
+
+static void run_row_kernel(const tsr_kernel *k, tsr_context *ctx, tsr_op op, const tsr_rowwise_desc *d, const void *x,
+                           const float *g, const float *b, void *y) {
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.u.rowwise.d = *d;
+    p.u.rowwise.x = x, p.u.rowwise.y = y, p.u.rowwise.gamma = g, p.u.rowwise.beta = op == TSR_OP_LAYERNORM ? b : NULL;
+    char why[160];
+    ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s: %s", k->name, why);
+    ck_assert_msg(k->run(ctx, &p, NULL) == TSR_OK, "%s: %s", k->name, tsr_last_error());
+}
+
+/* Row r's special values: 0 plain; 1 large (softmax logits near 90, whose
+ * exp overflows unshifted; norms around 1e4, where one-pass variance
+ * cancels); 2 the row max first, then a NaN in the same vector lane (the
+ * vector max loses the max there, the row must still be NaN); 3 all -inf;
+ * 4 -inf entries and a +inf at the end; 5 a NaN alone at the end. Norms
+ * get rows 0 and 1 only (their specials just flow through arithmetic). */
+static void special_row(void *x, tsr_dtype t, int64_t at, int64_t cols, int r, bool softmax) {
+    for (int64_t j = 0; j < cols; j++) {
+        float v = (float)tsr_load_f(x, t, at + j);
+        switch (softmax ? r : r % 2) {
+        case 1: v += softmax ? 90.0f : 1e4f; break;
+        case 2: v = j == 0 ? 9.0f : j == 16 % cols && j ? NAN : v; break;
+        case 3: v = -INFINITY; break;
+        case 4: v = j == cols - 1 ? INFINITY : j % 3 == 1 ? -INFINITY : v; break;
+        case 5: v = j == cols - 1 ? NAN : v; break;
+        default: break;
+        }
+        tsr_store_f(x, t, at + j, v);
+    }
+}
+
+/* |got - want| within half an ulp of the output dtype (its rounding) plus
+ * the f32 computation's own error; NaN matches NaN. */
+static int64_t row_mismatches(const char *what, const void *got, tsr_dtype t, int64_t got_at, const float *want,
+                              int64_t cols, double f32_rtol, double atol) {
+    const double half_ulp = t == TSR_BF16 ? 0x1p-8 : t == TSR_F16 ? 0x1p-11 : 0.0;
+    const double sub = t == TSR_F16 ? 0x1p-25 : 0.0; /* f16's subnormal spacing, halved */
+    int64_t bad = 0;
+    for (int64_t j = 0; j < cols; j++) {
+        const double g = tsr_load_f(got, t, got_at + j), w = want[j];
+        const bool ok = isnan(w) ? isnan(g) : isinf(w) ? g == w
+                                            : fabs(g - w) <= atol + sub + (half_ulp + f32_rtol) * fabs(w);
+        if (!ok && bad++ < 3) printf("  %s: [%lld] got %.9g want %.9g\n", what, (long long)j, g, w);
+    }
+    return bad;
+}
+
+/* Every row kernel against the reference on awkward lengths (1, below,
+ * at and past the vector width and the 4-vector step, primes, longer
+ * than the stack scratch), every dtype pair, strided rows with their gaps
+ * untouched, in place, the special rows above, one and two threads. */
+START_TEST(row_kernels) {
+    static const int64_t cols_list[] = {1, 2, 15, 16, 17, 31, 33, 63, 64, 65, 97, 127, 257, 1031, 8209};
+    static const tsr_dtype dts[] = {TSR_F32, TSR_F16, TSR_BF16};
+    static const char *const archs[] = {"x86_avx512", "x86_avx2"};
+    enum { R = 6 };
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
+    for (int oi = 0; oi < 3; oi++) {
+        const tsr_kernel *ref = tsr_registry_find(oi == 0 ? "softmax.ref"
+                                                  : oi == 1               ? "layernorm.ref"
+                                                                          : "rmsnorm.ref");
+        ck_assert_ptr_nonnull(ref);
+        for (int ai = 0; ai < 2; ai++) {
+            char name[48];
+            snprintf(name, sizeof name, "%s.%s", row_ops[oi], archs[ai]);
+            const tsr_kernel *k = tsr_registry_find(name);
+            ck_assert_ptr_nonnull(k);
+            tsr_problem probe;
+            memset(&probe, 0, sizeof probe);
+            probe.op = row_op_ids[oi];
+            probe.u.rowwise.d.rows = probe.u.rowwise.d.cols = 1;
+            probe.u.rowwise.d.x_dtype = probe.u.rowwise.d.y_dtype = TSR_F32;
+            char why[160];
+            if (!k->supports(&probe, ctx, why, sizeof why)) {
+                printf("SKIP elementwise_x86: %s: %s\n", name, why);
+                continue;
+            }
+            for (size_t ci = 0; ci < sizeof cols_list / sizeof cols_list[0]; ci++)
+                for (int xi = 0; xi < 3; xi++)
+                    for (int yi = 0; yi < 3; yi++)
+                        for (int strided = 0; strided < 2; strided++) {
+                            const int64_t C = cols_list[ci], XS = strided ? C + 3 : C, YS = strided ? C + 5 : C;
+                            const tsr_dtype xt = dts[xi], yt = dts[yi];
+                            const size_t ex = tsr_dtype_size(xt), ey = tsr_dtype_size(yt);
+                            void *x = malloc((size_t)(R * XS) * ex), *y = malloc((size_t)(R * YS) * ey);
+                            float *want = malloc(sizeof(float) * (size_t)(R * C));
+                            float *g = malloc(sizeof(float) * (size_t)C), *b = malloc(sizeof(float) * (size_t)C);
+                            tt_fill(x, xt, R * XS, 80 + ci, -5, 5);
+                            tt_fill(g, TSR_F32, C, 81, 0.5f, 1.5f);
+                            tt_fill(b, TSR_F32, C, 82, -1, 1);
+                            for (int r = 0; r < R; r++) special_row(x, xt, r * XS, C, r, oi == 0);
+                            tt_fill_sentinel(y, (size_t)(R * YS) * ey);
+                            tsr_rowwise_desc d, dw;
+                            tsr_rowwise_desc_init(&d);
+                            d.rows = R, d.cols = C, d.x_dtype = xt, d.y_dtype = yt;
+                            d.x_row_stride = XS, d.y_row_stride = YS;
+                            dw = d, dw.y_dtype = TSR_F32, dw.y_row_stride = C;
+                            run_row_kernel(ref, ctx, row_op_ids[oi], &dw, x, g, b, want);
+                            run_row_kernel(k, ctx, row_op_ids[oi], &d, x, g, b, y);
+                            char what[96];
+                            snprintf(what, sizeof what, "%s %lld cols%s %s->%s", name, (long long)C,
+                                     strided ? " strided" : "", tsr_dtype_name(xt), tsr_dtype_name(yt));
+                            const double rtol = tt_rtol(TSR_F32, C), atol = oi == 0 ? 1e-7 : rtol;
+                            int64_t bad = 0;
+                            for (int r = 0; r < R; r++)
+                                bad += row_mismatches(what, y, yt, r * YS, want + r * C, C, rtol, atol);
+                            /* the gaps between strided rows keep their bytes */
+                            void *probe_y = malloc((size_t)(R * YS) * ey);
+                            tt_fill_sentinel(probe_y, (size_t)(R * YS) * ey);
+                            for (int r = 0; r < R; r++)
+                                bad += memcmp((char *)y + (size_t)(r * YS + C) * ey,
+                                              (char *)probe_y + (size_t)(r * YS + C) * ey, (size_t)(YS - C) * ey) != 0;
+                            free(probe_y);
+                            /* in place (same dtype and stride): the same bytes as out of place */
+                            if (xt == yt && !strided) {
+                                void *ip = malloc((size_t)(R * XS) * ex);
+                                memcpy(ip, x, (size_t)(R * XS) * ex);
+                                run_row_kernel(k, ctx, row_op_ids[oi], &d, ip, g, b, ip);
+                                bad += memcmp(ip, y, (size_t)(R * C) * ey) != 0;
+                                free(ip);
+                            }
+                            ck_assert_msg(bad == 0, "%s: %lld mismatches", what, (long long)bad);
+                            free(x), free(y), free(want), free(g), free(b);
+                        }
+            /* two threads, rows split between them, each prefetching its next row */
+            ck_assert_int_eq(tsr_context_set_num_threads(ctx, 2), TSR_OK);
+            const int64_t R2 = 67, C2 = 4099;
+            float *x2 = malloc(sizeof(float) * (size_t)(R2 * C2)), *y2 = malloc(sizeof(uint16_t) * (size_t)(R2 * C2));
+            float *w2 = malloc(sizeof(float) * (size_t)(R2 * C2)), *g2 = malloc(sizeof(float) * (size_t)C2);
+            tt_fill(x2, TSR_F32, R2 * C2, 90, -5, 5);
+            tt_fill(g2, TSR_F32, C2, 91, 0.5f, 1.5f);
+            tsr_rowwise_desc d2;
+            tsr_rowwise_desc_init(&d2);
+            d2.rows = R2, d2.cols = C2, d2.y_dtype = TSR_BF16;
+            d2.x_row_stride = d2.y_row_stride = C2; /* the op front's job, skipped here */
+            run_row_kernel(k, ctx, row_op_ids[oi], &d2, x2, g2, g2, y2);
+            d2.y_dtype = TSR_F32;
+            run_row_kernel(ref, ctx, row_op_ids[oi], &d2, x2, g2, g2, w2);
+            ck_assert_int_eq(row_mismatches(name, y2, TSR_BF16, 0, w2, R2 * C2, tt_rtol(TSR_F32, C2), 1e-7), 0);
+            ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
+            free(x2), free(y2), free(w2), free(g2);
+        }
+    }
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("elementwise_x86");
     TCase *tc = tcase_create("x86");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, unary_whole_range);
     tcase_add_test(tc, binary_whole_range);
+    tcase_add_test(tc, row_kernels);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

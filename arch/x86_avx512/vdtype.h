@@ -18,10 +18,14 @@ static inline __m256 vf_upper8(vf v) { return _mm256_castpd_ps(_mm512_extractf64
 #define vf_is(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
 #define vf_any(mask) ((mask) != 0)
 #define vf_zero_where(v, mask) _mm512_mask_blend_ps(mask, v, _mm512_setzero_ps())
+typedef __mmask16 vmask;
+#define vf_select(m, if_false, if_true) _mm512_mask_blend_ps(m, if_false, if_true)
 #else
 #define vf_is(a, b, pred) _mm256_cmp_ps(a, b, pred)
 #define vf_any(mask) (_mm256_movemask_ps(mask) != 0)
 #define vf_zero_where(v, mask) _mm256_andnot_ps(mask, v)
+typedef __m256 vmask;
+#define vf_select(m, if_false, if_true) _mm256_blendv_ps(if_false, if_true, m)
 #endif
 
 /* VL values of dtype t (f32, f16, bf16) at element i of p, as f32. */
@@ -82,13 +86,19 @@ static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dt
 }
 
 /* The first n (1..VL) values of dtype t at element i of p, as f32; lanes
- * past n read as 0. */
+ * past n read as 0 and their memory is not touched (AVX-512BW masks the
+ * 16-bit loads; AVX2 has no 16-bit mask and goes through a buffer). */
 static inline vf vf_load_n_dtype(const void *p, tsr_dtype t, int64_t i, int n) {
     if (t == TSR_F32) return vf_load_n((const float *)p + i, n);
     if (n >= VL) return vf_load_dtype(p, t, i);
+#if VL == 16
+    const __m256i raw = _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1), (const uint16_t *)p + i);
+    return t == TSR_F16 ? _mm512_cvtph_ps(raw) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+#else
     float tmp[VL] = {0};
     for (int j = 0; j < n; j++) tmp[j] = tsr_load_f(p, t, i + j);
     return vf_load(tmp);
+#endif
 }
 
 /* The first n (1..VL) lanes of v into element i of p in dtype t. */
@@ -98,10 +108,25 @@ static inline void vf_store_n_dtype(void *p, tsr_dtype t, int64_t i, vf v, int n
     } else if (n >= VL) {
         vf_store_dtype(p, t, i, v);
     } else {
+#if VL == 16
+        const __m256i h = t == TSR_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : vf_bf16_from_16(v);
+        _mm256_mask_storeu_epi16((uint16_t *)p + i, (__mmask16)((1u << n) - 1), h);
+#else
         float tmp[VL];
         vf_store(tmp, v);
         for (int j = 0; j < n; j++) tsr_store_f(p, t, i + j, tmp[j]);
+#endif
     }
+}
+
+/* v with the lanes from n on (0 <= n <= VL) replaced by fill: a partial
+ * vector made neutral for a reduction (-inf for max, 0 for sums). */
+static inline vf vf_fill_past(vf v, int n, vf fill) {
+#if VL == 16
+    return _mm512_mask_blend_ps((__mmask16)~((1u << n) - 1), v, fill);
+#else
+    return _mm256_blendv_ps(fill, v, _mm256_castsi256_ps(vf_lane_mask(n)));
+#endif
 }
 
 /* The sums of four vectors, lane-reduced, into out[0..3]: one shuffle tree. */

@@ -91,9 +91,18 @@ typedef struct names {
     bool binary;     /* operand 0 is "b"; the step is "op" */
 } names;
 
+/* Built by hand: every call names its operands for the checks' messages,
+ * and snprintf was a tenth of a small chain's time. */
+_Static_assert(TSR_MAX_CHAIN_OPERANDS <= 10, "operand_name writes one digit");
 static const char *operand_name(const names *nm, int i, char *buf, size_t n) {
-    if (nm->binary) snprintf(buf, n, "b");
-    else snprintf(buf, n, "operands[%d]", i);
+    static const char prefix[] = "operands[";
+    if (n < sizeof prefix + 2) return "operand";
+    if (nm->binary) {
+        buf[0] = 'b', buf[1] = '\0';
+        return buf;
+    }
+    memcpy(buf, prefix, sizeof prefix - 1);
+    buf[sizeof prefix - 1] = (char)('0' + i), buf[sizeof prefix] = ']', buf[sizeof prefix + 1] = '\0';
     return buf;
 }
 

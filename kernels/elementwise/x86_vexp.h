@@ -1,0 +1,47 @@
+/* The exp family of the x86 row and chain kernels (x86_rowwise.h,
+ * x86_chain.h), over the simd.h names; include it after a simd.h, vmath.h
+ * and vdtype.h.
+ *
+ * exp(x) = 2^n exp(r) with vmath.h's reduction and polynomial; 2^n is
+ * applied in one rounding by vf_scale2, so that results in the denormal
+ * range are rounded once and anything below half the smallest denormal is
+ * an exact 0, without clamps to the normal range or blends after the fact.
+ * NaN goes through every step (the clamps take it as their second
+ * operand, which max/min return for NaN). */
+#ifndef TSR_X86_VEXP_H
+#define TSR_X86_VEXP_H
+
+/* p 2^n for integral n in [-252, 254], rounded once. AVX-512: vscalefps.
+ * AVX2 has no such instruction: 2^n as two halves, each a normal power of
+ * two, so only the second product rounds. */
+static inline vf vf_scale2(vf p, vf n) {
+#if VL == 16
+    return _mm512_scalef_ps(p, n);
+#else
+    const vf h = vf_round(vf_mul(n, vf_set1(0.5f)));
+    return vf_mul(vf_mul(p, vf_pow2i(h)), vf_pow2i(vf_sub(n, h)));
+#endif
+}
+
+/* exp(x) 2^k for every float x (k = 0: exp itself); k integral in [0, 64],
+ * and x <= 0 when k > 0. Below lo the result is below 2^-158 before
+ * rounding, hence 0; from exp's overflow threshold on it is inf. */
+static inline vf exp_scaled(vf x, float k) {
+    const float lo = -110.0f - 0.6931472f * k;
+    vf n;
+    const vf y = vf_exp_reduced(vf_min(vf_set1(89.0f), vf_max(vf_set1(lo), x)), &n);
+    return vf_select(vf_is(x, vf_set1(88.72283935546875f), _CMP_GE_OQ), vf_scale2(y, vf_add(n, vf_set1(k))),
+                     vf_set1(INFINITY));
+}
+
+static inline vf exp_full(vf x) { return exp_scaled(x, 0.0f); }
+
+/* exp(d) for d <= 0 (softmax's x - max): -inf gives exactly 0, NaN stays
+ * NaN; no overflow test is needed. */
+static inline vf exp_nonpos(vf d) {
+    vf n;
+    const vf y = vf_exp_reduced(vf_max(vf_set1(-110.0f), d), &n);
+    return vf_scale2(y, n);
+}
+
+#endif
