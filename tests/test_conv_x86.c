@@ -75,6 +75,10 @@ static const conv_case cases[] = {
     {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
     {1, 6, 4, 4, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, TSR_NCHW, TSR_FILTER_HWIO, F32, EPI_RES, 0},
     {1, 33, 3, 5, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES_INPLACE, 0},
+    /* 7x7 at batch 1 (tiles of 8 across rows), 16-wide rows */
+    {1, 40, 7, 7, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 32, 7, 7, 40, 3, 3, 1, 1, 2, 1, 1, 2, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {2, 9, 4, 16, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, F32, EPI_RES_INPLACE, 0},
     /* more than one panel, images smaller than a tile row, channels past 64 */
     {2, 80, 7, 5, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
     {1, 36, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
