@@ -441,7 +441,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     if (s->v[KNOB_ALGO] == ALGO_GEMM && is_1x1_gemm(cp)) return gemm_run(ctx, cp);
     const bool dw = s->v[KNOB_ALGO] == ALGO_DEPTHWISE && is_depthwise(d);
     const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
-    const bool in_place = !dw && filter_in_place(d), bf = !dw && use_bf16(ctx, d);
+    const bool in_place = dw ? depthwise_filter_in_place(d) : filter_in_place(d), bf = !dw && use_bf16(ctx, d);
     const int64_t wn = in_place ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
     float *buf = aligned_alloc(64, (size_t)((wn + zn + xs) * 4 + 63) / 64 * 64);
@@ -460,7 +460,9 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         if (xf) widen(cp->x, d->x_dtype, xf, xn);
-        if (dw) pack_depthwise(d, cp->w, buf);
+        if (dw) {
+            if (!in_place) pack_depthwise(d, cp->w, buf);
+        }
 #ifdef CONV_BF16
         else if (bf) pack_filter_bf16(d, cp->w, (uint16_t *)buf);
 #endif
