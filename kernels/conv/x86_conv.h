@@ -453,6 +453,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .wp = in_place ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
                   .y = cp->y, .epi = &d->epilogue,
                   .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
+    if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
      * its work as such, or a 14x14x384 layer stays on one thread */

@@ -140,6 +140,31 @@ static inline __attribute__((always_inline)) void dw_epilogue_regs(const tsr_epi
     }
 }
 
+/* The epilogue and the store of a tile's T accumulators (one channel
+ * vector at c0, outputs C apart from element y0); steps before `first`
+ * were applied already (in registers only). */
+static inline __attribute__((always_inline)) void dw_store_tile(const conv_job *j, const dw_geo *g, vf acc[],
+                                                                 const int T, int64_t c0, int64_t y0, const bool full,
+                                                                 const int lanes, int first) {
+    const int64_t C = g->C;
+    const tsr_dtype yt = j->d->y_dtype;
+    if (full ? g->regs_epi_full : g->regs_epi_tail) { /* call-free: the accumulators stay in registers */
+        dw_epilogue_regs(j->epi, first, acc, T, c0, y0, C, lanes);
+#pragma GCC unroll 16
+        for (int i = 0; i < T; i++) {
+            if (yt == TSR_F32) vf_store_n((float *)j->y + y0 + i * C, acc[i], lanes);
+            else vf_store_dtype(j->y, yt, y0 + i * C, acc[i]);
+        }
+        return;
+    }
+    float spill[DW_TMAX][VL]; /* the general epilogue calls out: store the tile first */
+#pragma GCC unroll 16
+    for (int i = 0; i < T; i++) vf_store(spill[i], acc[i]);
+    for (int i = 0; i < T; i++)
+        vf_store_n_dtype(j->y, yt, y0 + i * C, ukr_epilogue(j->epi, vf_load(spill[i]), c0, false, 0, 0, y0 + i * C, lanes),
+                         lanes);
+}
+
 /* T output pixels ow0 .. ow0 + T - 1 of row (n, oh), the nc (1..VL; VL
  * when full) channels at c0. SW is the stride when the tile takes the
  * column walk (S == 3, dilation_w 1, stride_w SW in 1..2), 0 for the
@@ -189,23 +214,7 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
             }
         }
     }
-    const int64_t y0 = ((n * g->P + oh) * g->Q + ow0) * C + c0;
-    const tsr_dtype yt = j->d->y_dtype;
-    if (regs) { /* call-free: the accumulators stay in registers */
-        dw_epilogue_regs(j->epi, bias0, acc, T, c0, y0, C, lanes);
-#pragma GCC unroll 16
-        for (int i = 0; i < T; i++) {
-            if (yt == TSR_F32) vf_store_n((float *)j->y + y0 + i * C, acc[i], lanes);
-            else vf_store_dtype(j->y, yt, y0 + i * C, acc[i]);
-        }
-        return;
-    }
-    float spill[DW_TMAX][VL]; /* the general epilogue calls out: store the tile first */
-#pragma GCC unroll 16
-    for (int i = 0; i < T; i++) vf_store(spill[i], acc[i]);
-    for (int i = 0; i < T; i++)
-        vf_store_n_dtype(j->y, yt, y0 + i * C, ukr_epilogue(j->epi, vf_load(spill[i]), c0, false, 0, 0, y0 + i * C, nc),
-                         nc);
+    dw_store_tile(j, g, acc, T, c0, ((n * g->P + oh) * g->Q + ow0) * C + c0, full, lanes, bias0);
 }
 
 /* Row (n, oh), channels c0 .. c0 + nc - 1, in tiles: DW_TMAX wide, then
@@ -259,6 +268,136 @@ static void dw_row_any(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh
     for (; ow < g->Q; ow++) dw_tile(j, g, n, oh, ow, 1, 0, j->x_dtype, c0, (int)nc, false);
 }
 
+#ifdef CONV_BF16
+/* ------------------------------------------- bf16 pairs of filter rows */
+
+/* bf16 x and filter with AVX512_BF16, a 3x3 filter (dilation_w 1, stride_w
+ * 1 or 2): vdpbf16ps multiplies a pair of bf16 per f32 lane, so filter rows
+ * 0 and 1 share one instruction (row 2 pairs with a zero): 6 instructions
+ * per output vector instead of 9 FMAs, and no conversion of x at all. The
+ * pairs of 32 channels are vpunpck{l,h}wd of two rows' 512-bit loads: two
+ * vectors whose channels come in the unpack order (lanes 0-3, 8-11, 16-19,
+ * 24-27, then 4-7, ...); the filter pairs are built by the same unpacks,
+ * and one permute per vector brings the sums back to channel order. */
+static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
+    return (ctx->cpu_features & TSR_CPU_AVX512BF16) && d->x_dtype == TSR_BF16 && d->w_dtype == TSR_BF16 && d->r == 3 &&
+           d->s == 3 && d->dilation_w == 1 && (d->stride_w == 1 || d->stride_w == 2);
+}
+
+/* Pixels per tile: 2 T accumulators and the 12 filter pairs in 32 zmm. */
+#define DW_PAIR_T 8
+
+/* The 12 filter pairs of 32 channels at c0: [row pair][s][low/high half]. */
+typedef struct dw_pairs {
+    __m512bh w[2][3][2];
+} dw_pairs;
+
+static inline __attribute__((always_inline)) void dw_pairs_of(const conv_job *j, int64_t C, int64_t c0, dw_pairs *p) {
+    for (int s = 0; s < 3; s++) {
+        __m512i rows[3]; /* the packed f32 taps are bf16 values: exact in bf16 again */
+        for (int r = 0; r < 3; r++) {
+            const float *t = j->wp + (r * 3 + s) * C + c0;
+            rows[r] = (__m512i)_mm512_cvtne2ps_pbh(vf_load(t + VL), vf_load(t));
+        }
+        p->w[0][s][0] = (__m512bh)_mm512_unpacklo_epi16(rows[0], rows[1]);
+        p->w[0][s][1] = (__m512bh)_mm512_unpackhi_epi16(rows[0], rows[1]);
+        p->w[1][s][0] = (__m512bh)_mm512_unpacklo_epi16(rows[2], _mm512_setzero_si512());
+        p->w[1][s][1] = (__m512bh)_mm512_unpackhi_epi16(rows[2], _mm512_setzero_si512());
+    }
+}
+
+/* T output pixels from ow0 of row (n, oh), the 32 channels at c0, stride
+ * SW: the column walk of dw_tile over pairs of rows. */
+static inline __attribute__((always_inline)) void dw_pair_tile(const conv_job *j, const dw_geo *g, const dw_pairs *wp,
+                                                                int64_t n, int64_t oh, int64_t ow0, const int T,
+                                                                const int SW, int64_t c0) {
+    const int64_t C = g->C, W = g->W, iw0 = ow0 * SW - g->pl;
+    /* each filter row's input row; a row in the padding reads zeros, in place */
+    const uint16_t *row[3];
+    int64_t step[3];
+    for (int r = 0; r < 3; r++) {
+        const int64_t ih = oh * g->sh - g->pt + r * g->dh;
+        const bool in = ih >= 0 && ih < g->H;
+        row[r] = in ? (const uint16_t *)(const void *)j->x + ((n * g->H + ih) * W + iw0) * C + c0
+                    : (const uint16_t *)(const void *)j->zero;
+        step[r] = in ? C : 0;
+    }
+    vf lo[DW_PAIR_T], hi[DW_PAIR_T];
+#pragma GCC unroll 8
+    for (int i = 0; i < T; i++) lo[i] = hi[i] = vf_zero();
+    const int span = (T - 1) * SW + 3;
+    const int64_t u_lo = -iw0 > 0 ? -iw0 : 0, u_hi = W - iw0;
+#pragma GCC unroll 24
+    for (int u = 0; u < span; u++) {
+        if (u < u_lo || u >= u_hi) continue;
+        const __m512i x0 = _mm512_loadu_si512(row[0] + u * step[0]), x1 = _mm512_loadu_si512(row[1] + u * step[1]);
+        const __m512i x2 = _mm512_loadu_si512(row[2] + u * step[2]), z = _mm512_setzero_si512();
+        const __m512bh p01l = (__m512bh)_mm512_unpacklo_epi16(x0, x1), p01h = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
+        const __m512bh p2l = (__m512bh)_mm512_unpacklo_epi16(x2, z), p2h = (__m512bh)_mm512_unpackhi_epi16(x2, z);
+#pragma GCC unroll 3
+        for (int s = 0; s < 3; s++) {
+            if (u < s || (u - s) % SW || (u - s) / SW >= T) continue;
+            const int i = (u - s) / SW;
+            lo[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(lo[i], p01l, wp->w[0][s][0]), p2l, wp->w[1][s][0]);
+            hi[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(hi[i], p01h, wp->w[0][s][1]), p2h, wp->w[1][s][1]);
+        }
+    }
+    /* channel order: 0-15 are lanes 0-3 of lo, 0-3 of hi, 4-7 of lo, ... */
+    const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+    const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+    vf a[DW_PAIR_T], b[DW_PAIR_T];
+#pragma GCC unroll 8
+    for (int i = 0; i < T; i++) {
+        a[i] = _mm512_permutex2var_ps(lo[i], first, hi[i]);
+        b[i] = _mm512_permutex2var_ps(lo[i], second, hi[i]);
+    }
+    const int64_t y0 = ((n * g->P + oh) * g->Q + ow0) * C + c0;
+    if (j->d->y_dtype == TSR_BF16 && g->regs_epi_full) {
+        /* vcvtne2ps2bf16: 32 outputs rounded to nearest even in one
+         * instruction (vf_store_dtype takes seven per 16); it flushes
+         * denormals, which bf16 activations do not carry */
+        dw_epilogue_regs(j->epi, 0, a, T, c0, y0, C, VL);
+        dw_epilogue_regs(j->epi, 0, b, T, c0 + VL, y0 + VL, C, VL);
+#pragma GCC unroll 8
+        for (int i = 0; i < T; i++)
+            _mm512_storeu_si512((uint16_t *)j->y + y0 + i * C, (__m512i)_mm512_cvtne2ps_pbh(b[i], a[i]));
+        return;
+    }
+    dw_store_tile(j, g, a, T, c0, y0, true, VL, 0);
+    dw_store_tile(j, g, b, T, c0 + VL, y0 + VL, true, VL, 0);
+}
+
+static inline __attribute__((always_inline)) void dw_pair_row(const conv_job *j, const dw_geo *g, int64_t n,
+                                                               int64_t oh, int64_t c0, const int SW) {
+    dw_pairs wp;
+    dw_pairs_of(j, g->C, c0, &wp);
+    int64_t ow = 0;
+    for (; ow + DW_PAIR_T <= g->Q; ow += DW_PAIR_T) dw_pair_tile(j, g, &wp, n, oh, ow, DW_PAIR_T, SW, c0);
+    switch (g->Q - ow) {
+    case 7: dw_pair_tile(j, g, &wp, n, oh, ow, 7, SW, c0); break;
+    case 6: dw_pair_tile(j, g, &wp, n, oh, ow, 6, SW, c0); break;
+    case 5: dw_pair_tile(j, g, &wp, n, oh, ow, 5, SW, c0); break;
+    case 4: dw_pair_tile(j, g, &wp, n, oh, ow, 4, SW, c0); break;
+    case 3: dw_pair_tile(j, g, &wp, n, oh, ow, 3, SW, c0); break;
+    case 2: dw_pair_tile(j, g, &wp, n, oh, ow, 2, SW, c0); break;
+    case 1: dw_pair_tile(j, g, &wp, n, oh, ow, 1, SW, c0); break;
+    default: break;
+    }
+}
+
+static void dw_pair_row_s1(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0) {
+    dw_pair_row(j, g, n, oh, c0, 1);
+}
+static void dw_pair_row_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0) {
+    dw_pair_row(j, g, n, oh, c0, 2);
+}
+#else
+static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
+    (void)ctx, (void)d;
+    return false;
+}
+#endif
+
 /* Work items: (image, NR channels, block of rows). Rows run inside an item
  * so that the input rows shared by consecutive output rows are still in
  * L1; NR channels (two vectors) so that a bf16 pixel's 64-byte line is used
@@ -273,6 +412,11 @@ static void depthwise_run(const conv_job *j) {
     void (*row)(const conv_job *, const dw_geo *, int64_t, int64_t, int64_t) = NULL;
     if (walk && j->x_dtype == TSR_F32) row = d->stride_w == 1 ? dw_row_f32_s1 : dw_row_f32_s2;
     if (walk && j->x_dtype == TSR_BF16) row = d->stride_w == 1 ? dw_row_bf16_s1 : dw_row_bf16_s2;
+    void (*pair)(const conv_job *, const dw_geo *, int64_t, int64_t, int64_t) = NULL;
+#ifdef CONV_BF16
+    _Static_assert(NR == 2 * VL, "the pair tiles are two vectors of channels");
+    if (j->bf) pair = d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2;
+#endif
     const int64_t cvecs = (d->c + VL - 1) / VL, cblocks = (cvecs + NV - 1) / NV, lanes_n = d->n * cblocks;
     /* enough items for every thread several times over */
     const int64_t want = 8 * (int64_t)omp_get_num_threads();
@@ -284,11 +428,16 @@ static void depthwise_run(const conv_job *j) {
     for (int64_t item = 0; item < lanes_n * rblocks; item++) {
         const int64_t n = item / (cblocks * rblocks), cb = item / rblocks % cblocks, rb = item % rblocks;
         const int64_t oh1 = (rb + 1) * rows_per < j->P ? (rb + 1) * rows_per : j->P;
-        for (int64_t oh = rb * rows_per; oh < oh1; oh++)
+        for (int64_t oh = rb * rows_per; oh < oh1; oh++) {
+            if (pair && (cb + 1) * NR <= d->c) {
+                pair(j, &g, n, oh, cb * NR);
+                continue;
+            }
             for (int64_t c0 = cb * NR; c0 < (cb + 1) * NR && c0 < d->c; c0 += VL) {
                 const int64_t nc = d->c - c0 < VL ? d->c - c0 : VL;
                 if (row && nc == VL) row(j, &g, n, oh, c0);
                 else dw_row_any(j, &g, n, oh, c0, nc);
             }
+        }
     }
 }
