@@ -52,7 +52,8 @@ static void pack_depthwise(const tsr_conv2d_desc *d, const void *w, float *dst) 
             continue;
         }
         /* in: [VL][RS] plus 8 for the transposes' reads past the last
-         * channel; out: [RS rounded up to 8][VL] */
+         * channel (zeroed: their lanes are never stored, but nothing reads
+         * uninitialised memory); out: [RS rounded up to 8][VL] */
         float in[VL * DW_PACK_RS + 8] __attribute__((aligned(64))), out[DW_PACK_RS * VL] __attribute__((aligned(64)));
         const int64_t len = n * RS, whole = len / VL * VL;
         for (int64_t i = 0; i < whole; i += VL) vf_store(in + i, vf_load_dtype(w, d->w_dtype, c0 * RS + i));
