@@ -10,9 +10,12 @@
  * up to three accumulators that use it (stride 1: T + 2 loads per filter
  * row instead of 3 T), so the FMA port, not the loads, sets the pace.
  * Taps in the padding are skipped per column, so the edges of a row need
- * no one-pixel calls: a 7-wide row is one tile. f16/bf16 activations are
- * widened as loaded (a bf16 vector is one zero-extension and a shift);
- * the filter is packed per call as f32 [r][s][c]. */
+ * no one-pixel calls: a 7-wide row is one tile. The epilogue runs per tile
+ * in registers (a leading bias is where the sums start). bf16 x and filter
+ * on a CPU with AVX512_BF16 take vdpbf16ps tiles that pair filter rows
+ * (see dw_pair_tile); elsewhere f16/bf16 activations are widened as
+ * loaded. The filter is packed per call as f32 [r][s][c] (an f32 HWIO
+ * filter is that already). */
 
 #include "../../arch/x86_avx2/transpose.h"
 
@@ -418,15 +421,15 @@ static void depthwise_run(const conv_job *j) {
     _Static_assert(NR == 2 * VL, "the pair tiles are two vectors of channels");
     if (j->bf) pair = d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2;
 #endif
-    const int64_t cvecs = (d->c + VL - 1) / VL, cblocks = (cvecs + NV - 1) / NV, lanes_n = d->n * cblocks;
+    const int64_t cvecs = (d->c + VL - 1) / VL, cblocks = (cvecs + NV - 1) / NV, blocks_n = d->n * cblocks;
     /* enough items for every thread several times over */
     const int64_t want = 8 * (int64_t)omp_get_num_threads();
-    int64_t rblocks = (want + lanes_n - 1) / lanes_n;
+    int64_t rblocks = (want + blocks_n - 1) / blocks_n;
     if (rblocks > j->P) rblocks = j->P;
     const int64_t rows_per = (j->P + rblocks - 1) / rblocks;
     rblocks = (j->P + rows_per - 1) / rows_per;
 #pragma omp for schedule(static)
-    for (int64_t item = 0; item < lanes_n * rblocks; item++) {
+    for (int64_t item = 0; item < blocks_n * rblocks; item++) {
         const int64_t n = item / (cblocks * rblocks), cb = item / rblocks % cblocks, rb = item % rblocks;
         const int64_t oh1 = (rb + 1) * rows_per < j->P ? (rb + 1) * rows_per : j->P;
         for (int64_t oh = rb * rows_per; oh < oh1; oh++) {
