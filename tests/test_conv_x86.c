@@ -70,6 +70,22 @@ static const conv_case cases[] = {
     {2, 16, 9, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_F32, EPI_ALL, TSR_ACT_RELU},
     {1, 12, 7, 9, 18, 3, 3, 2, 1, 2, 0, 1, 1, 2, 1, 3, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     {1, 6, 11, 10, 33, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
+    /* depthwise row tiles: 16 + 8 + 7 wide, a channel vector short of a pair
+     * block, ragged channels, W of 1..3, stride 2 with pads past half the
+     * filter, batch 2; bf16 through the row-pair dot products (pair tiles
+     * of 8 and the rest, rows and columns in the padding, a 16-channel
+     * remainder on the f32 path) with bf16 and f32 y; f16 and dilation on
+     * the per-tap loop; an epilogue that calls out (gelu) */
+    {2, 48, 5, 31, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 48, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 21, 4, 3, 21, 3, 3, 2, 2, 2, 2, 2, 2, 1, 1, 21, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES, 0},
+    {3, 16, 2, 1, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 16, TSR_NHWC, TSR_FILTER_OIHW, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 37, 6, 2, 37, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 37, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_SILU},
+    {2, 80, 9, 19, 80, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 80, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 96, 6, 20, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 96, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_F32, EPI_ALL, TSR_ACT_RELU},
+    {2, 64, 3, 2, 64, 3, 3, 2, 2, 2, 2, 2, 2, 1, 1, 64, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
+    {1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_GELU_ERF},
+    {1, 32, 9, 11, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 32, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {1, 24, 8, 9, 24, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 24, TSR_NHWC, TSR_FILTER_OHWI, TSR_F16, TSR_F16, EPI_BIAS_ACT, TSR_ACT_RELU},
     /* HWIO whose groups fill whole panels: read in place */
     {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},

@@ -456,8 +456,8 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     if (s->v[KNOB_ALGO] == ALGO_GEMM && is_1x1_gemm(cp)) return gemm_run(ctx, cp);
     const bool dw = s->v[KNOB_ALGO] == ALGO_DEPTHWISE && is_depthwise(d);
     const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
-    const tsr_packed_filter *packed = cp->packed;
-    const bool in_place = !dw && filter_in_place(d);
+    const tsr_packed_filter *packed = cp->packed; /* direct panels: never depthwise */
+    const bool in_place = dw ? depthwise_filter_in_place(d) : filter_in_place(d);
     const bool bf = packed ? packed->layout == TSR_PACKED_PAIR_PANELS : !dw && use_bf16(ctx, d);
     const int64_t wn = in_place || packed ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
@@ -470,6 +470,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .wp = in_place || packed ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
                   .y = cp->y, .epi = &d->epilogue,
                   .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
+    if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
      * its work as such, or a 14x14x384 layer stays on one thread */
@@ -477,8 +478,9 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         if (xf) widen(cp->x, d->x_dtype, xf, xn);
-        if (dw) pack_depthwise(d, cp->w, buf);
-        else if (packed || in_place) { /* the filter is read as it is */
+        if (dw) {
+            if (!in_place) pack_depthwise(d, cp->w, buf);
+        } else if (packed || in_place) { /* the filter is read as it is */
         }
 #ifdef CONV_BF16
         else if (bf) pack_filter_bf16(d, cp->w, (uint16_t *)buf);
