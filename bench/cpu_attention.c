@@ -156,7 +156,7 @@ static attn_case *add(int impl, const tsr_attention_desc *d, const char *variant
     c->q = bench_filled(t, nq, 1, -qs, qs);
     c->k = bench_filled(t, nk, 2, -0.5f, 0.5f);
     c->v = bench_filled(t, nk, 3, -0.5f, 0.5f);
-    c->o = malloc(nq * tsr_dtype_size(ot));
+    c->o = bench_alloc(nq * tsr_dtype_size(ot));
     const size_t ss = (size_t)(d->seq_q * d->seq_kv);
     if (impl == IMPL_UNFUSED) c->s = malloc(sizeof(float) * ss);
     if (bf16_unfused) c->p = malloc(2 * ss);
@@ -205,7 +205,7 @@ int attention_suite_main(int threads, int quick, int want_summary) {
     attn_case *copy = &cases[ncases++];
     memset(copy, 0, sizeof *copy);
     copy->impl = IMPL_COPY, copy->bytes = (size_t)256 << 20;
-    copy->q = malloc(copy->bytes), copy->o = malloc(copy->bytes);
+    copy->q = bench_alloc(copy->bytes), copy->o = bench_alloc(copy->bytes);
     copy->failed = !copy->q || !copy->o;
     if (!copy->failed) memset(copy->q, 1, copy->bytes), memset(copy->o, 0, copy->bytes);
     snprintf(copy->name, sizeof copy->name, "copy/memcpy/256MiB/libc");

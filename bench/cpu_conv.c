@@ -196,7 +196,7 @@ static void add_shape(const conv_shape *s, int64_t batch, tsr_dtype t, int want_
     /* the same filter packed once, outside the timing */
     size_t pbytes = 0;
     void *wpacked = NULL;
-    if (tsr_conv2d_packed_filter_size(ctx, &d, &pbytes) == TSR_OK && (wpacked = malloc(pbytes)) &&
+    if (tsr_conv2d_packed_filter_size(ctx, &d, &pbytes) == TSR_OK && (wpacked = bench_alloc(pbytes)) &&
         tsr_conv2d_pack_filter(ctx, &d, w, wpacked, pbytes) != TSR_OK)
         fprintf(stderr, "tessera-bench: packing %s: %s\n", s->name, tsr_last_error()), free(wpacked), wpacked = NULL;
     for (int impl = 0; impl < NIMPL; impl++) {
@@ -208,7 +208,7 @@ static void add_shape(const conv_shape *s, int64_t batch, tsr_dtype t, int want_
         memset(c, 0, sizeof *c);
         c->impl = impl, c->d = d, c->p = p, c->q = q, c->x = x, c->w = w, c->bias = bias, c->res = res;
         if (impl == IMPL_TESSERA_PACKED) c->w = wpacked, c->d.filter_format = TSR_FILTER_PACKED;
-        c->y = malloc(yn * tsr_dtype_size(t));
+        c->y = bench_alloc(yn * tsr_dtype_size(t));
         if (c->y && res) memcpy(c->y, res, yn * tsr_dtype_size(t)); /* oneDNN's sum reads dst */
         char shape[64];
         snprintf(shape, sizeof shape, "%s_n%lld", s->name, (long long)batch);

@@ -81,14 +81,14 @@ static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
     c->op = op, c->d.rows = rows, c->d.cols = cols, c->d.x_dtype = c->d.y_dtype = t;
     size_t n = (size_t)(rows * cols), es = tsr_dtype_size(t);
     c->bytes = (op == OP_SWIGLU ? 3 : 2) * n * es;
-    c->x = malloc(n * es), c->y = malloc(n * es);
+    c->x = bench_alloc(n * es), c->y = bench_alloc(n * es);
     if (op == OP_SWIGLU) {
         const int64_t shape[2] = {rows, cols};
         c->t = tsr_tensor_contiguous(t, 2, shape);
         tsr_chain_desc_init(&c->chain);
         tsr_chain_push_unary(&c->chain, TSR_UNARY_SILU);
         tsr_chain_push_tensor(&c->chain, TSR_BINARY_MUL, &c->t, 0);
-        if ((c->g = malloc(n * es))) bench_fill(c->g, t, n, 2, -1.0f, 1.0f);
+        if ((c->g = bench_alloc(n * es))) bench_fill(c->g, t, n, 2, -1.0f, 1.0f);
     }
     c->gamma = malloc(sizeof(float) * (size_t)cols), c->beta = malloc(sizeof(float) * (size_t)cols);
     if (c->x && c->y && c->gamma && c->beta) {

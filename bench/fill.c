@@ -11,8 +11,10 @@ void bench_fill(void *dst, tsr_dtype t, size_t n, unsigned seed, float lo, float
     }
 }
 
+void *bench_alloc(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64 + 64); }
+
 void *bench_filled(tsr_dtype t, size_t n, unsigned seed, float lo, float hi) {
-    void *p = malloc(n * tsr_dtype_size(t));
+    void *p = bench_alloc(n * tsr_dtype_size(t));
     if (p) bench_fill(p, t, n, seed, lo, hi);
     return p;
 }

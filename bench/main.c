@@ -11,6 +11,7 @@
 #include "bench_conv.h"
 #include "bench_lookup.h"
 #include "bench_rowwise.h"
+#include "fill.h"
 #include "gbench_shim.h"
 #include "impls.h"
 #include "peak.h"
@@ -141,7 +142,7 @@ static void cross_check(gemm_case *group, int n) {
 /* A and B of a case: small values, the same for every implementation
  * (bf16: the top half of the f32 value, exact for these fractions of 16). */
 static void *operand(int dt, size_t count, unsigned mul, unsigned mod) {
-    void *x = malloc(count * (dt == DT_I8 ? 1 : dt == DT_BF16 ? 2 : 4));
+    void *x = bench_alloc(count * (dt == DT_I8 ? 1 : dt == DT_BF16 ? 2 : 4));
     for (size_t j = 0; x && j < count; j++) {
         float f = (float)((j * mul) % mod) / (float)mod - 0.5f;
         uint32_t bits;
@@ -296,7 +297,7 @@ int main(int argc, char **argv) {
                 gemm_case *group = &cases[ncases];
                 for (int k = 0; k < nimpl; k++) {
                     gemm_case *c = &cases[ncases++];
-                    *c = (gemm_case){*s, impls[k], dt, a, b, malloc(cn * 4), 0, !offers(impls[k], dt)};
+                    *c = (gemm_case){*s, impls[k], dt, a, b, bench_alloc(cn * 4), 0, !offers(impls[k], dt)};
                 }
                 cross_check(group, nimpl);
             }
