@@ -286,6 +286,8 @@ typedef struct conv_job {
     void *y;           /* NHWC, d->y_dtype */
     const tsr_epilogue *epi;
     bool plain;        /* f32 y and an epilogue ukr_epilogue_plain applies: tiles stored from registers */
+    bool stream_y;     /* y is larger than the caches: whole aligned lines stored past them (depthwise) */
+    bool prefetch_x;   /* x is out of L2: the next input rows are prefetched (depthwise) */
 } conv_job;
 
 /* Output pixels t0 .. t0 + mr - 1 of the flattened n*p*q order: where their
@@ -471,6 +473,10 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .y = cp->y, .epi = &d->epilogue,
                   .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
     if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
+    /* past half the L3 y would only evict x: stores that skip the caches
+     * also skip reading each line before writing it */
+    j.stream_y = dw && d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype) > (16 << 20);
+    j.prefetch_x = dw && xn * (int64_t)tsr_dtype_size(d->x_dtype) > (4 << 20);
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
      * its work as such, or a 14x14x384 layer stays on one thread */

@@ -144,6 +144,20 @@ static inline __attribute__((always_inline)) void dw_epilogue_regs(const tsr_epi
     }
 }
 
+/* One output vector of f32 at p: past the caches when y is streamed and
+ * the vector is a whole aligned line (or half of one on AVX2). */
+static inline __attribute__((always_inline)) void dw_put(const conv_job *j, float *p, vf v, int lanes) {
+    if (j->stream_y && lanes == VL && !((uintptr_t)p % (VL * 4))) {
+#if VL == 16
+        _mm512_stream_ps(p, v);
+#else
+        _mm256_stream_ps(p, v);
+#endif
+        return;
+    }
+    vf_store_n(p, v, lanes);
+}
+
 /* The epilogue and the store of a tile's T accumulators (one channel
  * vector at c0, outputs C apart from element y0); steps before `first`
  * were applied already (in registers only). */
@@ -156,7 +170,7 @@ static inline __attribute__((always_inline)) void dw_store_tile(const conv_job *
         dw_epilogue_regs(j->epi, first, acc, T, c0, y0, C, lanes);
 #pragma GCC unroll 16
         for (int i = 0; i < T; i++) {
-            if (yt == TSR_F32) vf_store_n((float *)j->y + y0 + i * C, acc[i], lanes);
+            if (yt == TSR_F32) dw_put(j, (float *)j->y + y0 + i * C, acc[i], lanes);
             else vf_store_dtype(j->y, yt, y0 + i * C, acc[i]);
         }
         return;
@@ -363,8 +377,12 @@ static inline __attribute__((always_inline)) void dw_pair_tile(const conv_job *j
         dw_epilogue_regs(j->epi, 0, a, T, c0, y0, C, VL);
         dw_epilogue_regs(j->epi, 0, b, T, c0 + VL, y0 + VL, C, VL);
 #pragma GCC unroll 8
-        for (int i = 0; i < T; i++)
-            _mm512_storeu_si512((uint16_t *)j->y + y0 + i * C, (__m512i)_mm512_cvtne2ps_pbh(b[i], a[i]));
+        for (int i = 0; i < T; i++) {
+            uint16_t *p = (uint16_t *)j->y + y0 + i * C;
+            const __m512i v = (__m512i)_mm512_cvtne2ps_pbh(b[i], a[i]);
+            if (j->stream_y && !((uintptr_t)p % 64)) _mm512_stream_si512((void *)p, v);
+            else _mm512_storeu_si512(p, v);
+        }
         return;
     }
     dw_store_tile(j, g, a, T, c0, y0, true, VL, 0);
@@ -421,18 +439,27 @@ static void depthwise_run(const conv_job *j) {
     _Static_assert(NR == 2 * VL, "the pair tiles are two vectors of channels");
     if (j->bf) pair = d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2;
 #endif
-    const int64_t cvecs = (d->c + VL - 1) / VL, cblocks = (cvecs + NV - 1) / NV, blocks_n = d->n * cblocks;
-    /* enough items for every thread several times over */
-    const int64_t want = 8 * (int64_t)omp_get_num_threads();
-    int64_t rblocks = (want + blocks_n - 1) / blocks_n;
-    if (rblocks > j->P) rblocks = j->P;
-    const int64_t rows_per = (j->P + rblocks - 1) / rblocks;
-    rblocks = (j->P + rows_per - 1) / rows_per;
-#pragma omp for schedule(static)
-    for (int64_t item = 0; item < blocks_n * rblocks; item++) {
-        const int64_t n = item / (cblocks * rblocks), cb = item / rblocks % cblocks, rb = item % rblocks;
-        const int64_t oh1 = (rb + 1) * rows_per < j->P ? (rb + 1) * rows_per : j->P;
-        for (int64_t oh = rb * rows_per; oh < oh1; oh++) {
+    const int64_t cvecs = (d->c + VL - 1) / VL, cblocks = (cvecs + NV - 1) / NV;
+    /* An item is one output row of one channel block, the channel blocks
+     * innermost: a thread's contiguous items take each input row whole
+     * while it is in L1/L2. With the rows innermost, every channel block
+     * walked the whole image again, lines 4*C bytes apart: out of cache
+     * (batch 32) that ran 4-5x slower per image than batch 1. */
+    const size_t xes = tsr_dtype_size(j->x_dtype);
+#pragma omp for schedule(static) nowait
+    for (int64_t item = 0; item < d->n * j->P * cblocks; item++) {
+        const int64_t n = item / (j->P * cblocks), cb = item % cblocks, row0 = item / cblocks % j->P;
+        /* The input rows the next output row adds, this block's channels:
+         * out of L2 the loads would otherwise wait (batch 32, 14x14x384 on
+         * one core: 1.44 -> 1.13 ms) */
+        for (int64_t ih = (row0 + 1) * d->stride_h - d->pad_top + (d->r - 1) * d->dilation_h, i = 0;
+             j->prefetch_x && i < d->stride_h; i++, ih--)
+            if (ih >= 0 && ih < d->h) {
+                const char *xr = (const char *)j->x + (((n * d->h + ih) * d->w) * d->c + cb * NR) * xes;
+                for (int64_t w = 0; w < d->w; w++)
+                    for (size_t b = 0; b < NR * xes; b += 64) _mm_prefetch(xr + w * d->c * xes + b, _MM_HINT_T0);
+            }
+        for (int64_t oh = row0; oh < row0 + 1; oh++) {
             if (pair && (cb + 1) * NR <= d->c) {
                 pair(j, &g, n, oh, cb * NR);
                 continue;
@@ -444,4 +471,7 @@ static void depthwise_run(const conv_job *j) {
             }
         }
     }
+    /* streamed stores are weakly ordered: done before the region's barrier */
+    if (j->stream_y) _mm_sfence();
+#pragma omp barrier
 }
