@@ -85,6 +85,30 @@ static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dt
 #endif
 }
 
+/* vf_store_dtype, or a streaming store past the caches when stream is set
+ * and the destination is aligned to the stored width (AVX-512; f32 on
+ * AVX2): outputs larger than the caches then skip the read of each line
+ * before its write, as memcpy's large copies do. The caller issues an
+ * sfence before another thread may read what it stored. */
+static inline __attribute__((always_inline)) void vf_put_dtype(void *p, tsr_dtype t, int64_t i, vf v, bool stream) {
+    if (stream && t == TSR_F32 && !((uintptr_t)((float *)p + i) % (VL * 4))) {
+#if VL == 16
+        _mm512_stream_ps((float *)p + i, v);
+#else
+        _mm256_stream_ps((float *)p + i, v);
+#endif
+        return;
+    }
+#if VL == 16
+    if (stream && t != TSR_F32 && !((uintptr_t)((uint16_t *)p + i) % 32)) {
+        _mm256_stream_si256((__m256i *)((uint16_t *)p + i),
+                            t == TSR_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : vf_bf16_from_16(v));
+        return;
+    }
+#endif
+    vf_store_dtype(p, t, i, v);
+}
+
 /* The first n (1..VL) values of dtype t at element i of p, as f32; lanes
  * past n read as 0 and their memory is not touched (AVX-512BW masks the
  * 16-bit loads; AVX2 has no 16-bit mask and goes through a buffer). */

@@ -125,6 +125,9 @@ typedef struct chain_view {
     int64_t strides[2 + TSR_MAX_CHAIN_OPERANDS][TSR_MAX_DIMS];
     tsr_dtype dtype[2 + TSR_MAX_CHAIN_OPERANDS];
     const char *base[2 + TSR_MAX_CHAIN_OPERANDS];
+    /* y past half the L3: stored past the caches (no read of each line
+     * before its write; it would only evict the inputs still to come) */
+    bool stream_y;
 } chain_view;
 
 static void view_of(const tsr_chain_problem *c, chain_view *v) {
@@ -223,7 +226,7 @@ static inline __attribute__((always_inline)) void run_vectors(const tsr_chain_de
     }
     for (int u = 0; u < NV && u * VL < cnt; u++) {
         const int n = cnt - u * VL;
-        if (n >= VL) vf_store_dtype((void *)v->base[0], v->dtype[0], off[0] + j + u * VL, x[u]);
+        if (n >= VL) vf_put_dtype((void *)v->base[0], v->dtype[0], off[0] + j + u * VL, x[u], v->stream_y);
         else vf_store_n_dtype((void *)v->base[0], v->dtype[0], off[0] + j + u * VL, x[u], n);
     }
 }
@@ -257,14 +260,20 @@ static tsr_status chain_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     int64_t rows = 1;
     for (int i = 0; i < v.ndim - 1; i++) rows *= v.shape[i];
     const int nt = tsr_threads_for(ctx, (double)rows * (double)n, 32768.0);
+    v.stream_y = rows * n * (int64_t)tsr_dtype_size(v.dtype[0]) > (16 << 20);
     /* one thread: no parallel region at all (libgomp's costs a futex call
      * even when it runs alone, a microsecond on small tensors) */
     if (nt <= 1) {
         run_blocks(&c->chain, &v, 0, rows * blocks, blocks, n);
+        if (v.stream_y) _mm_sfence();
         return TSR_OK;
     }
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t t = 0; t < rows * blocks; t++) run_blocks(&c->chain, &v, t, t + 1, blocks, n);
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static) nowait
+        for (int64_t t = 0; t < rows * blocks; t++) run_blocks(&c->chain, &v, t, t + 1, blocks, n);
+        if (v.stream_y) _mm_sfence(); /* the streamed stores, before the region's barrier */
+    }
     return TSR_OK;
 }
 

@@ -49,6 +49,13 @@ ALWAYS_INLINE void prefetch_lines(const char *p, int64_t bytes) {
     for (int64_t l = 0; l < bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
 }
 
+/* y larger than half the L3: written past the caches (it would only evict
+ * the rows still to be read), skipping the read of each line before its
+ * write; run_rows_scratch fences once a thread's rows are done. */
+ALWAYS_INLINE bool streams_y(const tsr_rowwise_problem *r, tsr_dtype yt) {
+    return r->d.rows * r->d.y_row_stride * (int64_t)tsr_dtype_size(yt) > (16 << 20);
+}
+
 /* The row after this one, fetched by a middle pass a chunk at a time;
  * NULL after a thread's last row. */
 typedef struct next_row {
@@ -110,8 +117,9 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
     }
     /* x may be y: every element was read above */
     const vf inv = vf_set1(1.0f / vf_hsum(add4(acc)));
+    const bool stream = streams_y(r, yt);
     for (int64_t j = 0; j < CV; j += RSTEP)
-        for (int u = 0; u < RV; u++) vf_store_dtype(r->y, yt, yo + j + u * VL, vf_mul(vf_load(e + j + u * VL), inv));
+        for (int u = 0; u < RV; u++) vf_put_dtype(r->y, yt, yo + j + u * VL, vf_mul(vf_load(e + j + u * VL), inv), stream);
     for (int64_t j = CV; j < C; j += VL) vf_store_n_dtype(r->y, yt, yo + j, vf_mul(vf_load(e + j), inv), tail_of(C - j));
 }
 
@@ -156,12 +164,13 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
     const float q = vf_hsum(add4(acc));
     const vf iv = vf_set1((float)(1.0 / sqrt((double)q / (double)C + (double)r->d.epsilon)));
     const float *g = r->gamma, *b = center ? r->beta : NULL;
+    const bool stream = streams_y(r, yt);
     for (int64_t j = 0; j < C; j += VL) {
         const int n = tail_of(C - j);
         vf v = vf_mul(CENTRED(n == VL ? vf_load_dtype(r->x, xt, xo + j) : vf_load_n_dtype(r->x, xt, xo + j, n)), iv);
         if (g) v = vf_mul(v, vf_load_n(g + j, n));
         if (b) v = vf_add(v, vf_load_n(b + j, n));
-        if (n == VL) vf_store_dtype(r->y, yt, yo + j, v);
+        if (n == VL) vf_put_dtype(r->y, yt, yo + j, v, stream);
         else vf_store_n_dtype(r->y, yt, yo + j, v, n);
     }
 #undef CENTRED
@@ -209,17 +218,16 @@ static tsr_status run_rows_scratch(const tsr_rowwise_problem *r, tsr_op op, int6
     const int64_t cols = (r->d.cols + VL - 1) / VL * VL;
     if (op != TSR_OP_SOFTMAX) {
         run_rows(r, op, r0, r1, NULL);
-        return TSR_OK;
-    }
-    if (cols <= ROW_STACK_COLS) {
+    } else if (cols <= ROW_STACK_COLS) {
         float e[ROW_STACK_COLS] __attribute__((aligned(64)));
         run_rows(r, op, r0, r1, e);
-        return TSR_OK;
+    } else {
+        float *e = aligned_alloc(64, (size_t)cols * sizeof(float));
+        if (!e) return TSR_ERR_OUT_OF_MEMORY;
+        run_rows(r, op, r0, r1, e);
+        free(e);
     }
-    float *e = aligned_alloc(64, (size_t)cols * sizeof(float));
-    if (!e) return TSR_ERR_OUT_OF_MEMORY;
-    run_rows(r, op, r0, r1, e);
-    free(e);
+    if (streams_y(r, r->d.y_dtype)) _mm_sfence(); /* the streamed stores, before anyone reads y */
     return TSR_OK;
 }
 
