@@ -189,6 +189,8 @@ static const ccase gemm_cases[] = {
     {33, 19, 0, 0, 0, 5, TSR_F32, TSR_F32, 1, 0.5f, 1},    /* k == 0 */
     {5, 200, 130, 0, 0, 6, TSR_BF16, TSR_BF16, 1, 0, 3},
     {3, 700, 45, 1, 0, 1, TSR_F32, TSR_F32, 1, 0.5f, 2},   /* decode-like, past a 512 run */
+    {67, 100, 45, 0, 0, 0, TSR_F32, TSR_F32, 1.5f, 0.5f, 2}, /* no epilogue: vector stores, and the edge */
+    {40, 97, 33, 1, 1, 0, TSR_F32, TSR_F32, 1, 0, 1},
     {260, 300, 270, 0, 1, 2, TSR_F32, TSR_F32, 1, 0, 1},   /* the large-problem defaults' range */
 };
 enum { NG = sizeof gemm_cases / sizeof gemm_cases[0] };
@@ -219,6 +221,7 @@ START_TEST(gemm_blocked_knobs) {
             list[n].v[4] = rm % 2; /* B packed into panels, or read in place */
             list[n].v[5] = (rm + vw) % 2 ? 4 : 1;  /* work-group rows */
             list[n].v[6] = list[n].v[2] ? k->knobs[6].values[(rm + vw) % k->knobs[6].num_values] : 0; /* k chunks */
+            list[n].v[7] = k->knobs[7].values[(rm + 2 * vw) % k->knobs[7].num_values]; /* vectors per row */
         }
     sweep(k->name, list, n, 60);
     /* and its heuristic's large-problem schedule */

@@ -143,17 +143,18 @@ OCL_GEMM_KERNEL(tsr_gemm_opencl_tiled, "gemm.opencl.tiled", tiled);
 
 /* ---------------------------------------------------------------- blocked */
 
-static const int rm_values[] = {1, 2, 4, 6, 8};
+static const int rm_values[] = {1, 2, 4, 6, 8, 12};
 static const int bvw_values[] = {4, 8, 16};
-static const int bwg_values[] = {0, 4, 16, 64};
+static const int bwg_values[] = {0, 2, 4, 16, 64};
 static const int order_values[] = {0, 1};
 static const int wg2_values[] = {1, 2, 4, 8};
 static const int kc_values[] = {0, 64, 128, 256, 512};
-static const tsr_knob blocked_knobs[] = {{"rm", 5, rm_values},     {"vw", 3, bvw_values},
-                                         {"wg", 4, bwg_values},    {"mfast", 2, order_values},
+static const int nv_values[] = {1, 2, 3};
+static const tsr_knob blocked_knobs[] = {{"rm", 6, rm_values},     {"vw", 3, bvw_values},
+                                         {"wg", 5, bwg_values},    {"mfast", 2, order_values},
                                          {"packb", 2, order_values}, {"wg2", 4, wg2_values},
-                                         {"kc", 5, kc_values}};
-enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB, K_WG2, K_KC };
+                                         {"kc", 5, kc_values},     {"nv", 3, nv_values}};
+enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB, K_WG2, K_KC, K_NV };
 
 static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
     if (!on_opencl(ctx, "gemm.opencl.blocked", why, why_len)) return false;
@@ -167,7 +168,8 @@ static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char 
 }
 
 static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
-    return s->v[K_RM] >= 1 && s->v[K_RM] <= 8 && (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
+    return s->v[K_RM] >= 1 && s->v[K_RM] <= 12 && s->v[K_NV] >= 1 && s->v[K_NV] <= 3 &&
+           (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
            s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg && (unsigned)s->v[K_MFAST] <= 1 &&
            (unsigned)s->v[K_PACKB] <= 1 && (s->v[K_PACKB] || !p->u.gemm.d.trans_b) && s->v[K_WG2] >= 1 &&
            s->v[K_KC] >= 0 && (s->v[K_KC] == 0 || s->v[K_BWG] > 0) &&
@@ -183,15 +185,18 @@ static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_sc
     s->v[K_BVW] = 8;
     s->v[K_BWG] = 16;
     s->v[K_MFAST] = 0;
+    s->v[K_NV] = 1;
     /* packing B costs a pass over it: worth it when each panel is reused by
      * many row blocks, and needed when B is k-contiguous */
     s->v[K_PACKB] = p->u.gemm.d.trans_b || m >= 64;
-    /* large problems (measured on PoCL, 512-2048^3): 4 x 8 work-items of
-     * 6 x 16 blocks share 48 rows of A and 64 columns of packed B in 128-deep
-     * chunks (~56 KB, L2 resident): 1.5-2x the unchunked kernel at 2048^3 */
+    /* large problems (measured on PoCL with AVX-512, 256-2048^3): 2 x 8
+     * work-items of 8 x 32 blocks (16 zmm accumulators) share 64 rows of A
+     * and 64 columns of packed B in 256-deep chunks (~128 KB, L2 resident);
+     * 6 x 16 blocks and 128-deep chunks were 5-15% slower, 12 x 32 blocks
+     * and A packed into panels too slower still */
     const bool big = m >= 256 && p->u.gemm.d.n >= 256 && p->u.gemm.d.k >= 256;
     if (big) {
-        s->v[K_RM] = 6, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_WG2] = 8, s->v[K_KC] = 128;
+        s->v[K_RM] = 8, s->v[K_BVW] = 16, s->v[K_NV] = 2, s->v[K_BWG] = 2, s->v[K_WG2] = 8, s->v[K_KC] = 256;
         s->v[K_PACKB] = 1;
     } else if (m > 8 && m <= 16 && !p->u.gemm.d.trans_b) {
         /* decode with up to 16 rows (tessera-tune on PoCL, 16x4096x4096: 2.7x
@@ -215,9 +220,11 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
     tsr_ocl_define(o, sizeof o, "MFAST", t.v[K_MFAST]);
     tsr_ocl_define(o, sizeof o, "PACKB", t.v[K_PACKB]);
     tsr_ocl_define(o, sizeof o, "KC", t.v[K_KC]);
+    tsr_ocl_define(o, sizeof o, "NV", t.v[K_NV]);
+    const int64_t pw = (int64_t)t.v[K_BVW] * t.v[K_NV]; /* a work-item's columns */
     tsr_gemm_problem packed = *g;
     if (t.v[K_PACKB]) {
-        const int64_t vw = t.v[K_BVW], np = (g->d.n + vw - 1) / vw * vw;
+        const int64_t np = (g->d.n + pw - 1) / pw * pw;
         cl_mem bp;
         tsr_status st = tsr_ocl_workspace(ctx, (size_t)(np * g->d.k * g->d.batch) * sizeof(float), &bp);
         if (st) return st;
@@ -232,7 +239,7 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
         packed.b = bp;
     }
     const size_t local[3] = {(size_t)t.v[K_BWG], (size_t)t.v[K_WG2], 1};
-    const size_t cols = (size_t)((g->d.n + t.v[K_BVW] - 1) / t.v[K_BVW]),
+    const size_t cols = (size_t)((g->d.n + pw - 1) / pw),
                  rows = (size_t)((g->d.m + t.v[K_RM] - 1) / t.v[K_RM]);
     const size_t global[3] = {t.v[K_MFAST] ? rows : cols, t.v[K_MFAST] ? cols : rows, (size_t)g->d.batch};
     return run_kernel(ctx, &packed, o, "blocked", 2, global, t.v[K_BWG] ? local : NULL, "gemm.opencl.blocked");
