@@ -277,6 +277,8 @@ START_TEST(gemm_direct_and_generic) {
                 memset(&s, 0, sizeof s);
                 s.v[0] = k->knobs[0].values[(int)(mi + ni) % k->knobs[0].num_values];
                 s.v[1] = k->knobs[1].values[kv];
+                s.v[2] = k->knobs[2].values[(int)(mi + kv) % k->knobs[2].num_values]; /* columns */
+                s.v[3] = k->knobs[3].values[(int)(ni + kv) % k->knobs[3].num_values]; /* rows a pass */
                 ran += tt_gemm_kernel_check(ctx, ref, k, &c, &s);
             }
     /* every dtype pair on the last resort, int8 exactly */

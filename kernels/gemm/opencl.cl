@@ -4,7 +4,7 @@
  * the output dtype, alpha/beta and the epilogue are arguments, so one
  * program serves every epilogue.
  *  - tiled: local-memory tiles and register blocks (opencl_tiled.cl);
- *  - direct: no local memory, each work-item one column of an M <= MR row
+ *  - direct: no local memory, each work-item NB columns of an M <= MR row
  *    panel (skinny and decode shapes), k vectorised by KV when both
  *    operands are k-contiguous;
  *  - generic: one work-item per output, every dtype (i8 -> i32 too). */
@@ -40,37 +40,64 @@ inline long b_index(long ldb, long q, long j) { return TRANS_B ? j * ldb + q : q
 #endif
 
 #ifdef DIRECT
-/* MR rows at once (rows past M re-read row M-1 and are not stored). */
+/* Each work-item NB columns of C for all M <= MR rows. */
 kernel void direct(GEMM_ARGS) {
-    const long j = get_global_id(0), b = get_global_id(1);
-    if (j >= N) return;
-    float acc[MR];
-    for (int r = 0; r < MR; r++) acc[r] = 0.0f;
+    const long j0 = get_global_id(0) * NB, b = get_global_id(1);
+    if (j0 >= N) return;
+#if KV > 1 && !TRANS_A && TRANS_B && A_T == DT_F32
+    /* A and B k-contiguous (x W^T): MB x NB dot products at a time, KV wide,
+     * so each vector of A serves NB FMAs and each of B MB (one load per FMA
+     * with one row of B a work-item left the loads the bottleneck). Rows
+     * and columns past the edge re-read the last one and are not stored. */
+    global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb;
+    global const float *brow[NB];
+    #pragma unroll
+    for (int c = 0; c < NB; c++) brow[c] = Bf + min(j0 + c, N - 1) * ldb;
+    for (long i0 = 0; i0 < M; i0 += MB) {
+        global const float *arow[MB];
+        CAT(float, KV) acc[MB][NB];
+        #pragma unroll
+        for (int r = 0; r < MB; r++) {
+            arow[r] = Af + min(i0 + r, M - 1) * lda;
+            #pragma unroll
+            for (int c = 0; c < NB; c++) acc[r][c] = (CAT(float, KV))0.0f;
+        }
+        long q = 0;
+        for (; q + KV <= K; q += KV) {
+            CAT(float, KV) bv[NB];
+            #pragma unroll
+            for (int c = 0; c < NB; c++) bv[c] = CAT(vload, KV)(0, brow[c] + q);
+            #pragma unroll
+            for (int r = 0; r < MB; r++) {
+                const CAT(float, KV) av = CAT(vload, KV)(0, arow[r] + q);
+                #pragma unroll
+                for (int c = 0; c < NB; c++) acc[r][c] = fma(av, bv[c], acc[r][c]);
+            }
+        }
+        for (int r = 0; r < MB && i0 + r < M; r++)
+            for (int c = 0; c < NB && j0 + c < N; c++) {
+                float t[KV], sum = 0.0f;
+                CAT(vstore, KV)(acc[r][c], 0, t);
+                for (int v = 0; v < KV; v++) sum += t[v];
+                for (long u = q; u < K; u++) sum = fma(arow[r][u], brow[c][u], sum);
+                GEMM_STORE(b, i0 + r, j0 + c, sum);
+            }
+    }
+#else
+    /* MR rows at once (rows past M re-read row M-1 and are not stored). */
     long arow[MR];
     for (int r = 0; r < MR; r++) arow[r] = b * sa + a_index(lda, r < M ? r : M - 1, 0);
-    long q = 0;
-#if KV > 1 && !TRANS_A && TRANS_B && A_T == DT_F32
-    {
-        global const float *Af = (global const float *)A, *Bf = (global const float *)B + b * sb + j * ldb;
-        CAT(float, KV) vacc[MR];
-        for (int r = 0; r < MR; r++) vacc[r] = (CAT(float, KV))0.0f;
-        for (; q + KV <= K; q += KV) {
-            CAT(float, KV) bv = CAT(vload, KV)(0, Bf + q);
-            for (int r = 0; r < MR; r++) vacc[r] = fma(CAT(vload, KV)(0, Af + arow[r] + q), bv, vacc[r]);
+    for (long j = j0; j < j0 + NB && j < N; j++) {
+        float acc[MR];
+        for (int r = 0; r < MR; r++) acc[r] = 0.0f;
+        for (long q = 0; q < K; q++) {
+            const float bv = ld_f(B, A_T, b * sb + b_index(ldb, q, j));
+            for (int r = 0; r < MR; r++) acc[r] = fma(ld_f(A, A_T, arow[r] + (TRANS_A ? q * lda : q)), bv, acc[r]);
         }
-        for (int r = 0; r < MR; r++) {
-            float t[KV];
-            CAT(vstore, KV)(vacc[r], 0, t);
-            for (int v = 0; v < KV; v++) acc[r] += t[v];
-        }
+        for (int r = 0; r < MR; r++)
+            if (r < M) GEMM_STORE(b, (long)r, j, acc[r]);
     }
 #endif
-    for (; q < K; q++) {
-        const float bv = ld_f(B, A_T, b * sb + b_index(ldb, q, j));
-        for (int r = 0; r < MR; r++) acc[r] = fma(ld_f(A, A_T, arow[r] + (TRANS_A ? q * lda : q)), bv, acc[r]);
-    }
-    for (int r = 0; r < MR; r++)
-        if (r < M) GEMM_STORE(b, (long)r, j, acc[r]);
 }
 #endif
 
