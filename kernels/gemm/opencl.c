@@ -149,11 +149,11 @@ static const int bwg_values[] = {0, 2, 4, 16, 64};
 static const int order_values[] = {0, 1};
 static const int wg2_values[] = {1, 2, 4, 8};
 static const int kc_values[] = {0, 64, 128, 256, 512};
-static const int nv_values[] = {1, 2, 3};
+static const int nv_values[] = {1, 2, 3, 4};
 static const tsr_knob blocked_knobs[] = {{"rm", 6, rm_values},     {"vw", 3, bvw_values},
                                          {"wg", 5, bwg_values},    {"mfast", 2, order_values},
                                          {"packb", 2, order_values}, {"wg2", 4, wg2_values},
-                                         {"kc", 5, kc_values},     {"nv", 3, nv_values}};
+                                         {"kc", 5, kc_values},     {"nv", 4, nv_values}};
 enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB, K_WG2, K_KC, K_NV };
 
 static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
@@ -168,7 +168,7 @@ static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char 
 }
 
 static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
-    return s->v[K_RM] >= 1 && s->v[K_RM] <= 12 && s->v[K_NV] >= 1 && s->v[K_NV] <= 3 &&
+    return s->v[K_RM] >= 1 && s->v[K_RM] <= 12 && s->v[K_NV] >= 1 && s->v[K_NV] <= 4 &&
            (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
            s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg && (unsigned)s->v[K_MFAST] <= 1 &&
            (unsigned)s->v[K_PACKB] <= 1 && (s->v[K_PACKB] || !p->u.gemm.d.trans_b) && s->v[K_WG2] >= 1 &&
@@ -177,7 +177,6 @@ static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const ts
 }
 
 static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
-    (void)ctx;
     const int64_t m = p->u.gemm.d.m;
     /* register blocks of 6 x 8 (12 of 16 ymm registers); fewer rows for
      * skinny problems, whose B panel streams once per row block */
@@ -199,11 +198,25 @@ static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_sc
         s->v[K_RM] = 8, s->v[K_BVW] = 16, s->v[K_NV] = 2, s->v[K_BWG] = 2, s->v[K_WG2] = 8, s->v[K_KC] = 256;
         s->v[K_PACKB] = 1;
     } else if (m > 8 && m <= 16 && !p->u.gemm.d.trans_b) {
-        /* decode with up to 16 rows (tessera-tune on PoCL, 16x4096x4096: 2.7x
-         * the generic choice): 4 work-items of 4 rows cover every row and
-         * share 256-deep chunks of 8 x 16 columns of B, so B streams once */
-        s->v[K_RM] = 4, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_MFAST] = 1, s->v[K_PACKB] = 0;
+        /* decode with up to 16 rows (measured on PoCL, 16x4096x4096: 1.5x
+         * 4 x 16 blocks): 4 work-items of 4 rows cover every row and share
+         * 256-deep chunks of 8 x 48 columns of B, so B streams once */
+        s->v[K_RM] = 4, s->v[K_BVW] = 16, s->v[K_NV] = 3, s->v[K_BWG] = 4, s->v[K_MFAST] = 1, s->v[K_PACKB] = 0;
         s->v[K_WG2] = 8, s->v[K_KC] = 256;
+    } else if (m <= 8 && !p->u.gemm.d.trans_b) {
+        /* decode, GEMV (B streamed once from memory, the bandwidth is the
+         * limit): work-items of every row and 64 columns (4 x 4 zmm
+         * accumulators at most) side by side along n, B read in place in
+         * short k chunks, so a chunk's rows are read in runs of wg * 256
+         * bytes, not one 256-byte run per row and page (measured on PoCL,
+         * 1 and 4 x 4096 x 4096: 2-3x one 256-column run a work-item). One
+         * row: 64 work-items (16 KB runs), 8 rows deep; more rows: 8
+         * work-items, 64 deep. Work-groups stay at least one per compute unit. */
+        const int64_t n = p->u.gemm.d.n;
+        s->v[K_BVW] = 16, s->v[K_NV] = m <= 4 ? 4 : 2, s->v[K_PACKB] = 0, s->v[K_WG2] = 1;
+        s->v[K_BWG] = m <= 1 ? 64 : 8, s->v[K_KC] = m <= 1 ? 8 : 64;
+        const int64_t blocks = (n + 16 * s->v[K_NV] - 1) / (16 * s->v[K_NV]);
+        while (s->v[K_BWG] > 4 && blocks / s->v[K_BWG] < ctx->compute_units) s->v[K_BWG] /= 2;
     } else {
         s->v[K_WG2] = 1, s->v[K_KC] = 0;
     }
@@ -246,49 +259,6 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
 }
 
 OCL_GEMM_KERNEL(tsr_gemm_opencl_blocked, "gemm.opencl.blocked", blocked);
-
-/* ------------------------------------------------------------------- rows */
-
-static const int nc_values[] = {64, 128, 256, 512};
-static const tsr_knob rows_knobs[] = {{"nc", 4, nc_values}};
-enum { ROWS_MAX_M = 8 };
-
-static bool rows_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
-    if (!on_opencl(ctx, "gemm.opencl.rows", why, why_len)) return false;
-    const tsr_gemm_desc *d = &p->u.gemm.d;
-    if (d->a_dtype != TSR_F32 || d->trans_b || d->m > ROWS_MAX_M)
-        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
-                       "gemm.opencl.rows takes f32, B n-contiguous, m <= %d", ROWS_MAX_M), false;
-    return true;
-}
-
-static bool rows_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
-    (void)p, (void)ctx;
-    return s->v[0] == 64 || s->v[0] == 128 || s->v[0] == 256 || s->v[0] == 512;
-}
-
-static void rows_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
-    (void)ctx;
-    /* wide runs of B for few rows; at least ~2 work-items per compute unit */
-    const tsr_gemm_desc *d = &p->u.gemm.d;
-    s->v[0] = d->m <= 4 ? 256 : 64;
-    while (s->v[0] > 64 && d->n / s->v[0] < 4 * ctx->compute_units) s->v[0] /= 2;
-}
-
-static tsr_status rows_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
-    const tsr_gemm_problem *g = &p->u.gemm;
-    tsr_schedule t = *s;
-    if (!rows_valid(p, ctx, &t)) rows_default(p, ctx, &t);
-    char o[512];
-    base_options(o, sizeof o, &g->d, "ROWS");
-    tsr_ocl_define(o, sizeof o, "MR", rows_rounded(g->d.m));
-    tsr_ocl_define(o, sizeof o, "NC", t.v[0]);
-    tsr_ocl_define(o, sizeof o, "VW", 8);
-    const size_t global[3] = {(size_t)((g->d.n + t.v[0] - 1) / t.v[0]), (size_t)g->d.batch, 1};
-    return run_kernel(ctx, g, o, "rows", 2, global, NULL, "gemm.opencl.rows");
-}
-
-OCL_GEMM_KERNEL(tsr_gemm_opencl_rows, "gemm.opencl.rows", rows);
 
 /* ----------------------------------------------------------------- direct */
 

@@ -209,51 +209,6 @@ kernel void blocked(GEMM_ARGS) {
 }
 #endif
 
-#ifdef ROWS
-/* f32, B n-contiguous, M <= MR rows (decode, GEMV): a work-item owns NC
- * columns of C for all rows and walks B row by row, so B streams from
- * memory in contiguous NC-wide runs (no strided walk down columns, no TLB
- * miss per element); the accumulators live in private memory (L1 on CPUs). */
-kernel void rows(GEMM_ARGS) {
-    const long j0 = get_global_id(0) * NC, b = get_global_id(1);
-    if (j0 >= N) return;
-    global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb + j0;
-    realv acc[MR][NC / VW];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NC / VW; v++) acc[r][v] = (realv)0.0f;
-    long arow[MR];
-    for (int r = 0; r < MR; r++) arow[r] = a_index(lda, r < M ? r : M - 1, 0);
-    const long astep = TRANS_A ? lda : 1;
-    if (j0 + NC <= N) {
-        for (long q = 0; q < K; q++) {
-            global const float *brow = Bf + q * ldb;
-            float a[MR];
-            for (int r = 0; r < MR; r++) a[r] = Af[arow[r] + q * astep];
-            for (int v = 0; v < NC / VW; v++) {
-                const realv bv = VLOADV(v, brow);
-                for (int r = 0; r < MR; r++) acc[r][v] = fma((realv)a[r], bv, acc[r][v]);
-            }
-        }
-    } else { /* the right edge: columns past N read as 0 */
-        for (long q = 0; q < K; q++) {
-            global const float *brow = Bf + q * ldb;
-            for (int v = 0; v < NC / VW; v++) {
-                float t[VW];
-                for (int e = 0; e < VW; e++) t[e] = j0 + v * VW + e < N ? brow[v * VW + e] : 0.0f;
-                const realv bv = VLOADV(0, t);
-                for (int r = 0; r < MR; r++) acc[r][v] = fma((realv)Af[arow[r] + q * astep], bv, acc[r][v]);
-            }
-        }
-    }
-    for (int r = 0; r < MR && r < M; r++)
-        for (int v = 0; v < NC / VW; v++) {
-            float out[VW];
-            VSTOREV(acc[r][v], 0, out);
-            for (int e = 0; e < VW && j0 + v * VW + e < N; e++) GEMM_STORE(b, (long)r, j0 + v * VW + e, out[e]);
-        }
-}
-#endif
-
 #ifdef GENERIC
 /* i32 = alpha * wrap32(sum) + beta * c, rounded half to even, saturated;
  * exact integer arithmetic when alpha == 1 and beta is 0 or 1. */
