@@ -192,8 +192,11 @@ static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_sc
      * work-items of 8 x 32 blocks (16 zmm accumulators) share 64 rows of A
      * and 64 columns of packed B in 256-deep chunks (~128 KB, L2 resident);
      * 6 x 16 blocks and 128-deep chunks were 5-15% slower, 12 x 32 blocks
-     * and A packed into panels too slower still */
-    const bool big = m >= 256 && p->u.gemm.d.n >= 256 && p->u.gemm.d.k >= 256;
+     * and A packed into panels too slower still. From 64 rows when the
+     * 64-row work-groups waste little (64x4096x1024: 2.6x, 128x512x512:
+     * 1.4x the small-problem schedule; 200x300x400 and 32x1024x1024 lost) */
+    const int64_t m64 = (m + 63) / 64 * 64;
+    const bool big = p->u.gemm.d.n >= 256 && p->u.gemm.d.k >= 256 && (m >= 256 || (m >= 64 && m64 * 8 <= m * 9));
     if (big) {
         s->v[K_RM] = 8, s->v[K_BVW] = 16, s->v[K_NV] = 2, s->v[K_BWG] = 2, s->v[K_WG2] = 8, s->v[K_KC] = 256;
         s->v[K_PACKB] = 1;
