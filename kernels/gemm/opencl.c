@@ -53,7 +53,7 @@ static int gemm_args_fill(gemm_args *a, const tsr_gemm_problem *g) {
                             .knobs = pre##_knobs, .default_schedule = pre##_default,                       \
                             .schedule_valid = pre##_valid, .run = pre##_run}
 
-/* m rounded up to a power of two: the row-panel kernels' MR (few programs) */
+/* m rounded up to a power of two: the direct kernel's MR (few programs) */
 static int rows_rounded(int64_t m) {
     int mr = 1;
     while (mr < m) mr *= 2;
