@@ -224,7 +224,8 @@ START_TEST(gemm_blocked_knobs) {
             list[n].v[7] = k->knobs[7].values[(rm + 2 * vw) % k->knobs[7].num_values]; /* vectors per row */
         }
     sweep(k->name, list, n, 60);
-    /* and its heuristic's large-problem schedule */
+    /* and its heuristic's large-problem schedules: B packed, k in chunks
+     * (B transposed, or k deep); B in place, work-groups down m */
     tsr_context *ctx = ocl_context();
     if (!ctx) return;
     tsr_context *ref = tt_ref_context();
@@ -232,12 +233,26 @@ START_TEST(gemm_blocked_knobs) {
     memset(&p, 0, sizeof p);
     p.op = TSR_OP_GEMM;
     tsr_gemm_desc_init(&p.u.gemm.d);
-    p.u.gemm.d.m = 260, p.u.gemm.d.n = 300, p.u.gemm.d.k = 270;
+    p.u.gemm.d.m = 260, p.u.gemm.d.n = 300, p.u.gemm.d.k = 270, p.u.gemm.d.trans_b = TSR_TRANS;
     tsr_schedule def;
     memset(&def, 0, sizeof def);
     k->default_schedule(&p, ctx, &def);
     ck_assert_int_gt(def.v[6], 0); /* k chunks */
+    ck_assert_int_eq(def.v[4], 1);
     ck_assert_int_eq(tt_gemm_kernel_check(ctx, ref, k, &gemm_cases[NG - 1], &def), 1);
+    p.u.gemm.d.trans_b = TSR_NO_TRANS;
+    k->default_schedule(&p, ctx, &def);
+    ck_assert_int_eq(def.v[4], 0);
+    ck_assert_int_eq(def.v[3], 1); /* down m */
+    const ccase wide[] = {{260, 300, 270, 0, 0, 0, TSR_F32, TSR_F32, 1, 0.5f, 2},
+                          {90, 20, 70, 1, 0, 2, TSR_F32, TSR_F32, 1, 0, 1}};
+    for (size_t i = 0; i < 2; i++) {
+        p.u.gemm.d.m = wide[i].m, p.u.gemm.d.n = wide[i].n, p.u.gemm.d.k = wide[i].k;
+        p.u.gemm.d.trans_a = (tsr_transpose)wide[i].ta;
+        k->default_schedule(&p, ctx, &def);
+        ck_assert_int_eq(tt_gemm_kernel_check(ctx, ref, k, &wide[i], &def), 1);
+    }
+    p.u.gemm.d.trans_a = TSR_NO_TRANS;
     /* and its decode schedules (every row, columns side by side, B in place) */
     const ccase decode[] = {{1, 700, 45, 0, 0, 0, TSR_F32, TSR_F32, 1, 0, 1},
                             {3, 1000, 77, 0, 0, 0, TSR_F32, TSR_F32, 2, 0.5f, 2},

@@ -177,51 +177,47 @@ static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const ts
 }
 
 static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
-    const int64_t m = p->u.gemm.d.m;
-    /* register blocks of 6 x 8 (12 of 16 ymm registers); fewer rows for
-     * skinny problems, whose B panel streams once per row block */
-    s->v[K_RM] = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : m <= 8 ? 8 : 6;
-    s->v[K_BVW] = 8;
-    s->v[K_BWG] = 16;
-    s->v[K_MFAST] = 0;
-    s->v[K_NV] = 1;
-    /* packing B costs a pass over it: worth it when each panel is reused by
-     * many row blocks, and needed when B is k-contiguous */
-    s->v[K_PACKB] = p->u.gemm.d.trans_b || m >= 64;
-    /* large problems (measured on PoCL with AVX-512, 256-2048^3): 2 x 8
-     * work-items of 8 x 32 blocks (16 zmm accumulators) share 64 rows of A
-     * and 64 columns of packed B in 256-deep chunks (~128 KB, L2 resident);
-     * 6 x 16 blocks and 128-deep chunks were 5-15% slower, 12 x 32 blocks
-     * and A packed into panels too slower still. From 64 rows when the
-     * 64-row work-groups waste little (64x4096x1024: 2.6x, 128x512x512:
-     * 1.4x the small-problem schedule; 200x300x400 and 32x1024x1024 lost) */
-    const int64_t m64 = (m + 63) / 64 * 64;
-    const bool big = p->u.gemm.d.n >= 256 && p->u.gemm.d.k >= 256 && (m >= 256 || (m >= 64 && m64 * 8 <= m * 9));
-    if (big) {
-        s->v[K_RM] = 8, s->v[K_BVW] = 16, s->v[K_NV] = 2, s->v[K_BWG] = 2, s->v[K_WG2] = 8, s->v[K_KC] = 256;
-        s->v[K_PACKB] = 1;
-    } else if (m > 8 && m <= 16 && !p->u.gemm.d.trans_b) {
-        /* decode with up to 16 rows (measured on PoCL, 16x4096x4096: 1.5x
-         * 4 x 16 blocks): 4 work-items of 4 rows cover every row and share
-         * 256-deep chunks of 8 x 48 columns of B, so B streams once */
-        s->v[K_RM] = 4, s->v[K_BVW] = 16, s->v[K_NV] = 3, s->v[K_BWG] = 4, s->v[K_MFAST] = 1, s->v[K_PACKB] = 0;
-        s->v[K_WG2] = 8, s->v[K_KC] = 256;
-    } else if (m <= 8 && !p->u.gemm.d.trans_b) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    const int64_t m = d->m;
+    /* Measured on PoCL (AVX-512, one core). Blocks of RM rows x NV 16-wide
+     * vectors, at most 16 zmm accumulators (more spilled or lost). */
+    s->v[K_BVW] = 16, s->v[K_NV] = 2, s->v[K_RM] = 8;
+    if (m <= 8 && !d->trans_b) {
         /* decode, GEMV (B streamed once from memory, the bandwidth is the
-         * limit): work-items of every row and 64 columns (4 x 4 zmm
-         * accumulators at most) side by side along n, B read in place in
-         * short k chunks, so a chunk's rows are read in runs of wg * 256
-         * bytes, not one 256-byte run per row and page (measured on PoCL,
-         * 1 and 4 x 4096 x 4096: 2-3x one 256-column run a work-item). One
+         * limit): work-items of every row and 64 columns side by side along
+         * n, B read in place in short k chunks, so a chunk's rows are read in
+         * runs of wg * 256 bytes, not one 256-byte run per row and page
+         * (1 and 4 x 4096 x 4096: 2-3x one 256-column run a work-item). One
          * row: 64 work-items (16 KB runs), 8 rows deep; more rows: 8
          * work-items, 64 deep. Work-groups stay at least one per compute unit. */
-        const int64_t n = p->u.gemm.d.n;
-        s->v[K_BVW] = 16, s->v[K_NV] = m <= 4 ? 4 : 2, s->v[K_PACKB] = 0, s->v[K_WG2] = 1;
+        s->v[K_RM] = (int)rows_rounded(m), s->v[K_NV] = m <= 4 ? 4 : 2;
+        s->v[K_MFAST] = 0, s->v[K_PACKB] = 0, s->v[K_WG2] = 1;
         s->v[K_BWG] = m <= 1 ? 64 : 8, s->v[K_KC] = m <= 1 ? 8 : 64;
-        const int64_t blocks = (n + 16 * s->v[K_NV] - 1) / (16 * s->v[K_NV]);
+        const int64_t blocks = (d->n + 16 * s->v[K_NV] - 1) / (16 * s->v[K_NV]);
         while (s->v[K_BWG] > 4 && blocks / s->v[K_BWG] < ctx->compute_units) s->v[K_BWG] /= 2;
+    } else if (m <= 16 && !d->trans_b) {
+        /* decode with up to 16 rows (16x4096x4096: 1.5x 4 x 16 blocks): 4
+         * work-items of 4 rows cover every row and share 256-deep chunks of
+         * 8 x 48 columns of B, so B streams once */
+        s->v[K_RM] = 4, s->v[K_NV] = 3, s->v[K_BWG] = 4, s->v[K_WG2] = 8, s->v[K_MFAST] = 1;
+        s->v[K_PACKB] = 0, s->v[K_KC] = 256;
+    } else if (d->k > 1024 || d->trans_b) {
+        /* deep k, or B k-contiguous: B packed into 32-column panels (a pass
+         * over B, no strided walk down its columns: rows 8 KB apart alias
+         * in L1), 2 x 8 work-items of 8 x 32 blocks sharing 64 rows of A
+         * and 64 columns of B in 256-deep chunks (~128 KB, L2 resident):
+         * 2048^3 3.4x the unpacked unchunked schedule; 6 x 16 blocks and
+         * 128-deep chunks 5-15% slower, A packed too slower still */
+        s->v[K_BWG] = 2, s->v[K_WG2] = 8, s->v[K_MFAST] = 0, s->v[K_PACKB] = 1;
+        s->v[K_KC] = d->k >= 256 ? 256 : 0;
     } else {
-        s->v[K_WG2] = 1, s->v[K_KC] = 0;
+        /* k <= 1024, B n-contiguous: B read in place (no packing pass),
+         * work-groups of 2 x 8 blocks of 8 x 32 (16 rows, 256 columns),
+         * consecutive ones down m, so those columns of B stay in cache while
+         * A streams: 256^3 and 512^3 1.3x the packed schedule, 32x1024x1024
+         * 2.8x and 200x300x400 1.5x the 6 x 8 blocks it replaced */
+        s->v[K_NV] = d->n >= 32 ? 2 : 1;
+        s->v[K_BWG] = 2, s->v[K_WG2] = 8, s->v[K_MFAST] = 1, s->v[K_PACKB] = 0, s->v[K_KC] = 0;
     }
 }
 
