@@ -106,8 +106,10 @@ kernel void direct(GEMM_ARGS) {
  * registers per row, A and B read straight from global memory (caches on
  * CPUs; no local memory, no barriers but the KC chunks'). Per k step: NV
  * loads of B and RM scalars of A, each a broadcast operand of NV FMAs (an
- * embedded-broadcast FMA with AVX-512), so the RM*NV accumulators stay in
- * registers. The micro-kernel of a BLAS, written once in OpenCL C. */
+ * embedded-broadcast FMA with AVX-512). The loops over the RM*NV
+ * accumulators are unrolled explicitly: PoCL's LLVM left them rolled, the
+ * accumulators in memory, at half the speed. The micro-kernel of a BLAS,
+ * written once in OpenCL C. */
 #define PW (VW * NV) /* the columns of a work-item's block and of a packed panel */
 #if PACKB
 /* B (any transpose) as panels of PW columns, each K x PW contiguous and zero
