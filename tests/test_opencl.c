@@ -189,6 +189,8 @@ static const ccase gemm_cases[] = {
     {33, 19, 0, 0, 0, 5, TSR_F32, TSR_F32, 1, 0.5f, 1},    /* k == 0 */
     {5, 200, 130, 0, 0, 6, TSR_BF16, TSR_BF16, 1, 0, 3},
     {3, 700, 45, 1, 0, 1, TSR_F32, TSR_F32, 1, 0.5f, 2},   /* decode-like, past a 512 run */
+    {67, 100, 45, 0, 0, 0, TSR_F32, TSR_F32, 1.5f, 0.5f, 2}, /* no epilogue: vector stores, and the edge */
+    {40, 97, 33, 1, 1, 0, TSR_F32, TSR_F32, 1, 0, 1},
     {260, 300, 270, 0, 1, 2, TSR_F32, TSR_F32, 1, 0, 1},   /* the large-problem defaults' range */
 };
 enum { NG = sizeof gemm_cases / sizeof gemm_cases[0] };
@@ -219,9 +221,11 @@ START_TEST(gemm_blocked_knobs) {
             list[n].v[4] = rm % 2; /* B packed into panels, or read in place */
             list[n].v[5] = (rm + vw) % 2 ? 4 : 1;  /* work-group rows */
             list[n].v[6] = list[n].v[2] ? k->knobs[6].values[(rm + vw) % k->knobs[6].num_values] : 0; /* k chunks */
+            list[n].v[7] = k->knobs[7].values[(rm + 2 * vw) % k->knobs[7].num_values]; /* vectors per row */
         }
     sweep(k->name, list, n, 60);
-    /* and its heuristic's large-problem schedule */
+    /* and its heuristic's large-problem schedules: B packed, k in chunks
+     * (B transposed, or k deep); B in place, work-groups down m */
     tsr_context *ctx = ocl_context();
     if (!ctx) return;
     tsr_context *ref = tt_ref_context();
@@ -229,21 +233,39 @@ START_TEST(gemm_blocked_knobs) {
     memset(&p, 0, sizeof p);
     p.op = TSR_OP_GEMM;
     tsr_gemm_desc_init(&p.u.gemm.d);
-    p.u.gemm.d.m = 260, p.u.gemm.d.n = 300, p.u.gemm.d.k = 270;
+    p.u.gemm.d.m = 260, p.u.gemm.d.n = 300, p.u.gemm.d.k = 270, p.u.gemm.d.trans_b = TSR_TRANS;
     tsr_schedule def;
     memset(&def, 0, sizeof def);
     k->default_schedule(&p, ctx, &def);
     ck_assert_int_gt(def.v[6], 0); /* k chunks */
+    ck_assert_int_eq(def.v[4], 1);
     ck_assert_int_eq(tt_gemm_kernel_check(ctx, ref, k, &gemm_cases[NG - 1], &def), 1);
+    p.u.gemm.d.trans_b = TSR_NO_TRANS;
+    k->default_schedule(&p, ctx, &def);
+    ck_assert_int_eq(def.v[4], 0);
+    ck_assert_int_eq(def.v[3], 1); /* down m */
+    const ccase wide[] = {{260, 300, 270, 0, 0, 0, TSR_F32, TSR_F32, 1, 0.5f, 2},
+                          {90, 20, 70, 1, 0, 2, TSR_F32, TSR_F32, 1, 0, 1}};
+    for (size_t i = 0; i < 2; i++) {
+        p.u.gemm.d.m = wide[i].m, p.u.gemm.d.n = wide[i].n, p.u.gemm.d.k = wide[i].k;
+        p.u.gemm.d.trans_a = (tsr_transpose)wide[i].ta;
+        k->default_schedule(&p, ctx, &def);
+        ck_assert_int_eq(tt_gemm_kernel_check(ctx, ref, k, &wide[i], &def), 1);
+    }
+    p.u.gemm.d.trans_a = TSR_NO_TRANS;
+    /* and its decode schedules (every row, columns side by side, B in place) */
+    const ccase decode[] = {{1, 700, 45, 0, 0, 0, TSR_F32, TSR_F32, 1, 0, 1},
+                            {3, 1000, 77, 0, 0, 0, TSR_F32, TSR_F32, 2, 0.5f, 2},
+                            {7, 130, 200, 1, 0, 3, TSR_F32, TSR_F32, 1, 0, 1},
+                            {13, 300, 65, 0, 0, 0, TSR_F32, TSR_F32, 1, 0, 1}};
+    for (size_t i = 0; i < sizeof decode / sizeof decode[0]; i++) {
+        p.u.gemm.d.m = decode[i].m, p.u.gemm.d.n = decode[i].n, p.u.gemm.d.k = decode[i].k;
+        p.u.gemm.d.trans_a = (tsr_transpose)decode[i].ta;
+        k->default_schedule(&p, ctx, &def);
+        ck_assert_int_eq(def.v[4], 0); /* B read in place */
+        ck_assert_int_eq(tt_gemm_kernel_check(ctx, ref, k, &decode[i], &def), 1);
+    }
     tsr_context_destroy(ctx), tsr_context_destroy(ref);
-}
-END_TEST
-
-START_TEST(gemm_rows_knobs) {
-    const tsr_kernel *k = tt_kernel("gemm.opencl.rows");
-    tsr_schedule list[4];
-    for (int i = 0; i < 4; i++) memset(&list[i], 0, sizeof list[i]), list[i].v[0] = k->knobs[0].values[i];
-    sweep(k->name, list, 4, 8);
 }
 END_TEST
 
@@ -274,6 +296,8 @@ START_TEST(gemm_direct_and_generic) {
                 memset(&s, 0, sizeof s);
                 s.v[0] = k->knobs[0].values[(int)(mi + ni) % k->knobs[0].num_values];
                 s.v[1] = k->knobs[1].values[kv];
+                s.v[2] = k->knobs[2].values[(int)(mi + kv) % k->knobs[2].num_values]; /* columns */
+                s.v[3] = k->knobs[3].values[(int)(ni + kv) % k->knobs[3].num_values]; /* rows a pass */
                 ran += tt_gemm_kernel_check(ctx, ref, k, &c, &s);
             }
     /* every dtype pair on the last resort, int8 exactly */
@@ -359,7 +383,6 @@ int main(void) {
     TCase *kn = tcase_create("knobs");
     tcase_set_timeout(kn, 600);
     tcase_add_test(kn, gemm_blocked_knobs);
-    tcase_add_test(kn, gemm_rows_knobs);
     tcase_add_test(kn, gemm_tiled_knobs);
     tcase_add_test(kn, gemm_direct_and_generic);
     tcase_add_test(kn, conv_igemm_knobs);

@@ -53,7 +53,7 @@ static int gemm_args_fill(gemm_args *a, const tsr_gemm_problem *g) {
                             .knobs = pre##_knobs, .default_schedule = pre##_default,                       \
                             .schedule_valid = pre##_valid, .run = pre##_run}
 
-/* m rounded up to a power of two: the row-panel kernels' MR (few programs) */
+/* m rounded up to a power of two: the direct kernel's MR (few programs) */
 static int rows_rounded(int64_t m) {
     int mr = 1;
     while (mr < m) mr *= 2;
@@ -143,17 +143,18 @@ OCL_GEMM_KERNEL(tsr_gemm_opencl_tiled, "gemm.opencl.tiled", tiled);
 
 /* ---------------------------------------------------------------- blocked */
 
-static const int rm_values[] = {1, 2, 4, 6, 8};
+static const int rm_values[] = {1, 2, 4, 6, 8, 12};
 static const int bvw_values[] = {4, 8, 16};
-static const int bwg_values[] = {0, 4, 16, 64};
+static const int bwg_values[] = {0, 2, 4, 16, 64};
 static const int order_values[] = {0, 1};
 static const int wg2_values[] = {1, 2, 4, 8};
 static const int kc_values[] = {0, 64, 128, 256, 512};
-static const tsr_knob blocked_knobs[] = {{"rm", 5, rm_values},     {"vw", 3, bvw_values},
-                                         {"wg", 4, bwg_values},    {"mfast", 2, order_values},
+static const int nv_values[] = {1, 2, 3, 4};
+static const tsr_knob blocked_knobs[] = {{"rm", 6, rm_values},     {"vw", 3, bvw_values},
+                                         {"wg", 5, bwg_values},    {"mfast", 2, order_values},
                                          {"packb", 2, order_values}, {"wg2", 4, wg2_values},
-                                         {"kc", 5, kc_values}};
-enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB, K_WG2, K_KC };
+                                         {"kc", 5, kc_values},     {"nv", 4, nv_values}};
+enum { K_RM, K_BVW, K_BWG, K_MFAST, K_PACKB, K_WG2, K_KC, K_NV };
 
 static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
     if (!on_opencl(ctx, "gemm.opencl.blocked", why, why_len)) return false;
@@ -167,7 +168,8 @@ static bool blocked_supports(const tsr_problem *p, const tsr_context *ctx, char 
 }
 
 static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
-    return s->v[K_RM] >= 1 && s->v[K_RM] <= 8 && (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
+    return s->v[K_RM] >= 1 && s->v[K_RM] <= 12 && s->v[K_NV] >= 1 && s->v[K_NV] <= 4 &&
+           (s->v[K_BVW] == 4 || s->v[K_BVW] == 8 || s->v[K_BVW] == 16) &&
            s->v[K_BWG] >= 0 && (size_t)s->v[K_BWG] <= tsr_ocl(ctx)->max_wg && (unsigned)s->v[K_MFAST] <= 1 &&
            (unsigned)s->v[K_PACKB] <= 1 && (s->v[K_PACKB] || !p->u.gemm.d.trans_b) && s->v[K_WG2] >= 1 &&
            s->v[K_KC] >= 0 && (s->v[K_KC] == 0 || s->v[K_BWG] > 0) &&
@@ -175,32 +177,47 @@ static bool blocked_valid(const tsr_problem *p, const tsr_context *ctx, const ts
 }
 
 static void blocked_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
-    (void)ctx;
-    const int64_t m = p->u.gemm.d.m;
-    /* register blocks of 6 x 8 (12 of 16 ymm registers); fewer rows for
-     * skinny problems, whose B panel streams once per row block */
-    s->v[K_RM] = m <= 1 ? 1 : m <= 2 ? 2 : m <= 4 ? 4 : m <= 8 ? 8 : 6;
-    s->v[K_BVW] = 8;
-    s->v[K_BWG] = 16;
-    s->v[K_MFAST] = 0;
-    /* packing B costs a pass over it: worth it when each panel is reused by
-     * many row blocks, and needed when B is k-contiguous */
-    s->v[K_PACKB] = p->u.gemm.d.trans_b || m >= 64;
-    /* large problems (measured on PoCL, 512-2048^3): 4 x 8 work-items of
-     * 6 x 16 blocks share 48 rows of A and 64 columns of packed B in 128-deep
-     * chunks (~56 KB, L2 resident): 1.5-2x the unchunked kernel at 2048^3 */
-    const bool big = m >= 256 && p->u.gemm.d.n >= 256 && p->u.gemm.d.k >= 256;
-    if (big) {
-        s->v[K_RM] = 6, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_WG2] = 8, s->v[K_KC] = 128;
-        s->v[K_PACKB] = 1;
-    } else if (m > 8 && m <= 16 && !p->u.gemm.d.trans_b) {
-        /* decode with up to 16 rows (tessera-tune on PoCL, 16x4096x4096: 2.7x
-         * the generic choice): 4 work-items of 4 rows cover every row and
-         * share 256-deep chunks of 8 x 16 columns of B, so B streams once */
-        s->v[K_RM] = 4, s->v[K_BVW] = 16, s->v[K_BWG] = 4, s->v[K_MFAST] = 1, s->v[K_PACKB] = 0;
-        s->v[K_WG2] = 8, s->v[K_KC] = 256;
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    const int64_t m = d->m;
+    /* Measured on PoCL (AVX-512, one core). Blocks of RM rows x NV 16-wide
+     * vectors, at most 16 zmm accumulators (more spilled or lost). */
+    s->v[K_BVW] = 16, s->v[K_NV] = 2, s->v[K_RM] = 8;
+    if (m <= 8 && !d->trans_b) {
+        /* decode, GEMV (B streamed once from memory, the bandwidth is the
+         * limit): work-items of every row and 64 columns side by side along
+         * n, B read in place in short k chunks, so a chunk's rows are read in
+         * runs of wg * 256 bytes, not one 256-byte run per row and page
+         * (1 and 4 x 4096 x 4096: 2-3x one 256-column run a work-item). One
+         * row: 64 work-items (16 KB runs), 8 rows deep; more rows: 8
+         * work-items, 64 deep. Work-groups stay at least one per compute unit. */
+        s->v[K_RM] = (int)rows_rounded(m), s->v[K_NV] = m <= 4 ? 4 : 2;
+        s->v[K_MFAST] = 0, s->v[K_PACKB] = 0, s->v[K_WG2] = 1;
+        s->v[K_BWG] = m <= 1 ? 64 : 8, s->v[K_KC] = m <= 1 ? 8 : 64;
+        const int64_t blocks = (d->n + 16 * s->v[K_NV] - 1) / (16 * s->v[K_NV]);
+        while (s->v[K_BWG] > 4 && blocks / s->v[K_BWG] < ctx->compute_units) s->v[K_BWG] /= 2;
+    } else if (m <= 16 && !d->trans_b) {
+        /* decode with up to 16 rows (16x4096x4096: 1.5x 4 x 16 blocks): 4
+         * work-items of 4 rows cover every row and share 256-deep chunks of
+         * 8 x 48 columns of B, so B streams once */
+        s->v[K_RM] = 4, s->v[K_NV] = 3, s->v[K_BWG] = 4, s->v[K_WG2] = 8, s->v[K_MFAST] = 1;
+        s->v[K_PACKB] = 0, s->v[K_KC] = 256;
+    } else if (d->k > 1024 || d->trans_b) {
+        /* deep k, or B k-contiguous: B packed into 32-column panels (a pass
+         * over B, no strided walk down its columns: rows 8 KB apart alias
+         * in L1), 2 x 8 work-items of 8 x 32 blocks sharing 64 rows of A
+         * and 64 columns of B in 256-deep chunks (~128 KB, L2 resident):
+         * 2048^3 3.4x the unpacked unchunked schedule; 6 x 16 blocks and
+         * 128-deep chunks 5-15% slower, A packed too slower still */
+        s->v[K_BWG] = 2, s->v[K_WG2] = 8, s->v[K_MFAST] = 0, s->v[K_PACKB] = 1;
+        s->v[K_KC] = d->k >= 256 ? 256 : 0;
     } else {
-        s->v[K_WG2] = 1, s->v[K_KC] = 0;
+        /* k <= 1024, B n-contiguous: B read in place (no packing pass),
+         * work-groups of 2 x 8 blocks of 8 x 32 (16 rows, 256 columns),
+         * consecutive ones down m, so those columns of B stay in cache while
+         * A streams: 256^3 and 512^3 1.3x the packed schedule, 32x1024x1024
+         * 2.8x and 200x300x400 1.5x the 6 x 8 blocks it replaced */
+        s->v[K_NV] = d->n >= 32 ? 2 : 1;
+        s->v[K_BWG] = 2, s->v[K_WG2] = 8, s->v[K_MFAST] = 1, s->v[K_PACKB] = 0, s->v[K_KC] = 0;
     }
 }
 
@@ -215,9 +232,11 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
     tsr_ocl_define(o, sizeof o, "MFAST", t.v[K_MFAST]);
     tsr_ocl_define(o, sizeof o, "PACKB", t.v[K_PACKB]);
     tsr_ocl_define(o, sizeof o, "KC", t.v[K_KC]);
+    tsr_ocl_define(o, sizeof o, "NV", t.v[K_NV]);
+    const int64_t pw = (int64_t)t.v[K_BVW] * t.v[K_NV]; /* a work-item's columns */
     tsr_gemm_problem packed = *g;
     if (t.v[K_PACKB]) {
-        const int64_t vw = t.v[K_BVW], np = (g->d.n + vw - 1) / vw * vw;
+        const int64_t np = (g->d.n + pw - 1) / pw * pw;
         cl_mem bp;
         tsr_status st = tsr_ocl_workspace(ctx, (size_t)(np * g->d.k * g->d.batch) * sizeof(float), &bp);
         if (st) return st;
@@ -232,7 +251,7 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
         packed.b = bp;
     }
     const size_t local[3] = {(size_t)t.v[K_BWG], (size_t)t.v[K_WG2], 1};
-    const size_t cols = (size_t)((g->d.n + t.v[K_BVW] - 1) / t.v[K_BVW]),
+    const size_t cols = (size_t)((g->d.n + pw - 1) / pw),
                  rows = (size_t)((g->d.m + t.v[K_RM] - 1) / t.v[K_RM]);
     const size_t global[3] = {t.v[K_MFAST] ? rows : cols, t.v[K_MFAST] ? cols : rows, (size_t)g->d.batch};
     return run_kernel(ctx, &packed, o, "blocked", 2, global, t.v[K_BWG] ? local : NULL, "gemm.opencl.blocked");
@@ -240,55 +259,15 @@ static tsr_status blocked_run(tsr_context *ctx, const tsr_problem *p, const tsr_
 
 OCL_GEMM_KERNEL(tsr_gemm_opencl_blocked, "gemm.opencl.blocked", blocked);
 
-/* ------------------------------------------------------------------- rows */
-
-static const int nc_values[] = {64, 128, 256, 512};
-static const tsr_knob rows_knobs[] = {{"nc", 4, nc_values}};
-enum { ROWS_MAX_M = 8 };
-
-static bool rows_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
-    if (!on_opencl(ctx, "gemm.opencl.rows", why, why_len)) return false;
-    const tsr_gemm_desc *d = &p->u.gemm.d;
-    if (d->a_dtype != TSR_F32 || d->trans_b || d->m > ROWS_MAX_M)
-        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
-                       "gemm.opencl.rows takes f32, B n-contiguous, m <= %d", ROWS_MAX_M), false;
-    return true;
-}
-
-static bool rows_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
-    (void)p, (void)ctx;
-    return s->v[0] == 64 || s->v[0] == 128 || s->v[0] == 256 || s->v[0] == 512;
-}
-
-static void rows_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
-    (void)ctx;
-    /* wide runs of B for few rows; at least ~2 work-items per compute unit */
-    const tsr_gemm_desc *d = &p->u.gemm.d;
-    s->v[0] = d->m <= 4 ? 256 : 64;
-    while (s->v[0] > 64 && d->n / s->v[0] < 4 * ctx->compute_units) s->v[0] /= 2;
-}
-
-static tsr_status rows_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
-    const tsr_gemm_problem *g = &p->u.gemm;
-    tsr_schedule t = *s;
-    if (!rows_valid(p, ctx, &t)) rows_default(p, ctx, &t);
-    char o[512];
-    base_options(o, sizeof o, &g->d, "ROWS");
-    tsr_ocl_define(o, sizeof o, "MR", rows_rounded(g->d.m));
-    tsr_ocl_define(o, sizeof o, "NC", t.v[0]);
-    tsr_ocl_define(o, sizeof o, "VW", 8);
-    const size_t global[3] = {(size_t)((g->d.n + t.v[0] - 1) / t.v[0]), (size_t)g->d.batch, 1};
-    return run_kernel(ctx, g, o, "rows", 2, global, NULL, "gemm.opencl.rows");
-}
-
-OCL_GEMM_KERNEL(tsr_gemm_opencl_rows, "gemm.opencl.rows", rows);
-
 /* ----------------------------------------------------------------- direct */
 
 static const int wgs_values[] = {16, 32, 64, 128, 256};
-static const int kv_values[] = {1, 4, 8};
-static const tsr_knob direct_knobs[] = {{"wgs", 5, wgs_values}, {"kv", 3, kv_values}};
-enum { K_WGS, K_KV };
+static const int kv_values[] = {1, 4, 8, 16};
+static const int nb_values[] = {1, 2, 4, 8};
+static const int mb_values[] = {1, 2, 4, 8};
+static const tsr_knob direct_knobs[] = {
+    {"wgs", 5, wgs_values}, {"kv", 4, kv_values}, {"nb", 4, nb_values}, {"mb", 4, mb_values}};
+enum { K_WGS, K_KV, K_NB, K_MB };
 
 static bool direct_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
     if (!on_opencl(ctx, "gemm.opencl.direct", why, why_len)) return false;
@@ -303,14 +282,22 @@ static bool direct_supports(const tsr_problem *p, const tsr_context *ctx, char *
 
 static bool direct_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)p;
-    return s->v[K_WGS] > 0 && (size_t)s->v[K_WGS] <= tsr_ocl(ctx)->max_wg && s->v[K_KV] >= 1;
+    return s->v[K_WGS] > 0 && (size_t)s->v[K_WGS] <= tsr_ocl(ctx)->max_wg && s->v[K_KV] >= 1 && s->v[K_KV] <= 16 &&
+           s->v[K_NB] >= 1 && s->v[K_NB] <= 8 && s->v[K_MB] >= 1 && s->v[K_MB] <= 8;
 }
 
 static void direct_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
     s->v[K_WGS] = 64;
-    /* k-contiguous A and B: vectors along k */
-    s->v[K_KV] = !d->trans_a && d->trans_b && d->a_dtype == TSR_F32 && d->k >= 64 ? 8 : 1;
+    /* k-contiguous A and B (x W^T): 16-wide vectors along k, 4 x 4 dot
+     * products a work-item (16 zmm accumulators, 8 loads per 16 FMAs);
+     * measured on PoCL (AVX-512, one core), 16x4096x4096: 3x the kernel
+     * with one column a work-item and 8-wide vectors; fewer rows: 8
+     * columns a work-item (1x4096x4096: 2.5x) */
+    const bool dot = !d->trans_a && d->trans_b && d->a_dtype == TSR_F32 && d->k >= 64;
+    s->v[K_KV] = dot ? 16 : 1;
+    s->v[K_MB] = dot ? (d->m >= 4 ? 4 : (int)rows_rounded(d->m)) : 1;
+    s->v[K_NB] = dot ? (s->v[K_MB] >= 4 ? 4 : 8) : 1;
     if (!direct_valid(p, ctx, s)) s->v[K_WGS] = 16;
 }
 
@@ -322,8 +309,10 @@ static tsr_status direct_run(tsr_context *ctx, const tsr_problem *p, const tsr_s
     base_options(o, sizeof o, &g->d, "DIRECT");
     tsr_ocl_define(o, sizeof o, "MR", rows_rounded(g->d.m));
     tsr_ocl_define(o, sizeof o, "KV", t.v[K_KV]);
+    tsr_ocl_define(o, sizeof o, "NB", t.v[K_NB]);
+    tsr_ocl_define(o, sizeof o, "MB", t.v[K_MB]);
     const size_t local[3] = {(size_t)t.v[K_WGS], 1, 1};
-    const size_t global[3] = {(size_t)g->d.n, (size_t)g->d.batch, 1};
+    const size_t global[3] = {(size_t)((g->d.n + t.v[K_NB] - 1) / t.v[K_NB]), (size_t)g->d.batch, 1};
     return run_kernel(ctx, g, o, "direct", 2, global, local, "gemm.opencl.direct");
 }
 

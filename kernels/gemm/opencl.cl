@@ -4,7 +4,7 @@
  * the output dtype, alpha/beta and the epilogue are arguments, so one
  * program serves every epilogue.
  *  - tiled: local-memory tiles and register blocks (opencl_tiled.cl);
- *  - direct: no local memory, each work-item one column of an M <= MR row
+ *  - direct: no local memory, each work-item NB columns of an M <= MR row
  *    panel (skinny and decode shapes), k vectorised by KV when both
  *    operands are k-contiguous;
  *  - generic: one work-item per output, every dtype (i8 -> i32 too). */
@@ -40,67 +40,99 @@ inline long b_index(long ldb, long q, long j) { return TRANS_B ? j * ldb + q : q
 #endif
 
 #ifdef DIRECT
-/* MR rows at once (rows past M re-read row M-1 and are not stored). */
+/* Each work-item NB columns of C for all M <= MR rows. */
 kernel void direct(GEMM_ARGS) {
-    const long j = get_global_id(0), b = get_global_id(1);
-    if (j >= N) return;
-    float acc[MR];
-    for (int r = 0; r < MR; r++) acc[r] = 0.0f;
+    const long j0 = get_global_id(0) * NB, b = get_global_id(1);
+    if (j0 >= N) return;
+#if KV > 1 && !TRANS_A && TRANS_B && A_T == DT_F32
+    /* A and B k-contiguous (x W^T): MB x NB dot products at a time, KV wide,
+     * so each vector of A serves NB FMAs and each of B MB (one load per FMA
+     * with one row of B a work-item left the loads the bottleneck). Rows
+     * and columns past the edge re-read the last one and are not stored. */
+    global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb;
+    global const float *brow[NB];
+    #pragma unroll
+    for (int c = 0; c < NB; c++) brow[c] = Bf + min(j0 + c, N - 1) * ldb;
+    for (long i0 = 0; i0 < M; i0 += MB) {
+        global const float *arow[MB];
+        CAT(float, KV) acc[MB][NB];
+        #pragma unroll
+        for (int r = 0; r < MB; r++) {
+            arow[r] = Af + min(i0 + r, M - 1) * lda;
+            #pragma unroll
+            for (int c = 0; c < NB; c++) acc[r][c] = (CAT(float, KV))0.0f;
+        }
+        long q = 0;
+        for (; q + KV <= K; q += KV) {
+            CAT(float, KV) bv[NB];
+            #pragma unroll
+            for (int c = 0; c < NB; c++) bv[c] = CAT(vload, KV)(0, brow[c] + q);
+            #pragma unroll
+            for (int r = 0; r < MB; r++) {
+                const CAT(float, KV) av = CAT(vload, KV)(0, arow[r] + q);
+                #pragma unroll
+                for (int c = 0; c < NB; c++) acc[r][c] = fma(av, bv[c], acc[r][c]);
+            }
+        }
+        for (int r = 0; r < MB && i0 + r < M; r++)
+            for (int c = 0; c < NB && j0 + c < N; c++) {
+                float t[KV], sum = 0.0f;
+                CAT(vstore, KV)(acc[r][c], 0, t);
+                for (int v = 0; v < KV; v++) sum += t[v];
+                for (long u = q; u < K; u++) sum = fma(arow[r][u], brow[c][u], sum);
+                GEMM_STORE(b, i0 + r, j0 + c, sum);
+            }
+    }
+#else
+    /* MR rows at once (rows past M re-read row M-1 and are not stored). */
     long arow[MR];
     for (int r = 0; r < MR; r++) arow[r] = b * sa + a_index(lda, r < M ? r : M - 1, 0);
-    long q = 0;
-#if KV > 1 && !TRANS_A && TRANS_B && A_T == DT_F32
-    {
-        global const float *Af = (global const float *)A, *Bf = (global const float *)B + b * sb + j * ldb;
-        CAT(float, KV) vacc[MR];
-        for (int r = 0; r < MR; r++) vacc[r] = (CAT(float, KV))0.0f;
-        for (; q + KV <= K; q += KV) {
-            CAT(float, KV) bv = CAT(vload, KV)(0, Bf + q);
-            for (int r = 0; r < MR; r++) vacc[r] = fma(CAT(vload, KV)(0, Af + arow[r] + q), bv, vacc[r]);
+    for (long j = j0; j < j0 + NB && j < N; j++) {
+        float acc[MR];
+        for (int r = 0; r < MR; r++) acc[r] = 0.0f;
+        for (long q = 0; q < K; q++) {
+            const float bv = ld_f(B, A_T, b * sb + b_index(ldb, q, j));
+            for (int r = 0; r < MR; r++) acc[r] = fma(ld_f(A, A_T, arow[r] + (TRANS_A ? q * lda : q)), bv, acc[r]);
         }
-        for (int r = 0; r < MR; r++) {
-            float t[KV];
-            CAT(vstore, KV)(vacc[r], 0, t);
-            for (int v = 0; v < KV; v++) acc[r] += t[v];
-        }
+        for (int r = 0; r < MR; r++)
+            if (r < M) GEMM_STORE(b, (long)r, j, acc[r]);
     }
 #endif
-    for (; q < K; q++) {
-        const float bv = ld_f(B, A_T, b * sb + b_index(ldb, q, j));
-        for (int r = 0; r < MR; r++) acc[r] = fma(ld_f(A, A_T, arow[r] + (TRANS_A ? q * lda : q)), bv, acc[r]);
-    }
-    for (int r = 0; r < MR; r++)
-        if (r < M) GEMM_STORE(b, (long)r, j, acc[r]);
 }
 #endif
 
 #ifdef BLOCKED
-/* f32, B n-contiguous: each work-item an RM x VW block of C held in vector
- * registers, A and B read straight from global memory (caches on CPUs;
- * no local memory, no barriers), A as 4-wide vectors along k when it is
- * k-contiguous. The micro-kernel of a BLAS, written once in OpenCL C. */
+/* f32: each work-item an RM x (NV*VW) block of C held in NV vector
+ * registers per row, A and B read straight from global memory (caches on
+ * CPUs; no local memory, no barriers but the KC chunks'). Per k step: NV
+ * loads of B and RM scalars of A, each a broadcast operand of NV FMAs (an
+ * embedded-broadcast FMA with AVX-512). The loops over the RM*NV
+ * accumulators are unrolled explicitly: PoCL's LLVM left them rolled, the
+ * accumulators in memory, at half the speed. The micro-kernel of a BLAS,
+ * written once in OpenCL C. */
+#define PW (VW * NV) /* the columns of a work-item's block and of a packed panel */
 #if PACKB
-/* B (any transpose) as panels of VW columns, each K x VW contiguous and zero
+/* B (any transpose) as panels of PW columns, each K x PW contiguous and zero
  * padded past N: the blocked kernel then streams its panel (no strided walk
- * down B's columns, no TLB miss per row). Bp[b][j / VW][q][j % VW]. */
+ * down B's columns, no TLB miss per row). Bp[b][j / PW][q][j % PW]. */
 kernel void pack_b(long N, long K, gcptr B, long ldb, long sb, global float *Bp) {
     const long j = get_global_id(0), q = get_global_id(1), b = get_global_id(2);
-    const long NP = (N + VW - 1) / VW * VW;
+    const long NP = (N + PW - 1) / PW * PW;
     if (j >= NP || q >= K) return;
-    Bp[b * NP * K + (j / VW) * K * VW + q * VW + j % VW] =
+    Bp[b * NP * K + (j / PW) * K * PW + q * PW + j % PW] =
         j < N ? ld_f(B, DT_F32, b * sb + b_index(ldb, q, j)) : 0.0f;
 }
 #endif
 
 /* KC > 0: k runs in KC-deep chunks with a work-group barrier between them,
- * so the work-group's slices of A and B (RM*wg rows, VW*wg columns, KC deep)
+ * so the work-group's slices of A and B (RM*wg rows, PW*wg columns, KC deep)
  * are reused from cache by all its work-items (PoCL runs a work-group's
  * work-items one after the other between barriers). */
 kernel void blocked(GEMM_ARGS) {
 #if MFAST /* neighbouring work-items share a column panel of B (kept in cache) */
-    const long i0 = get_global_id(0) * RM, j0 = get_global_id(1) * VW, b = get_global_id(2);
+    const long i0 = get_global_id(0) * RM, j0 = get_global_id(1) * PW, b = get_global_id(2);
 #else /* neighbouring work-items share rows of A */
-    const long j0 = get_global_id(0) * VW, i0 = get_global_id(1) * RM, b = get_global_id(2);
+    const long j0 = get_global_id(0) * PW, i0 = get_global_id(1) * RM, b = get_global_id(2);
 #endif
     const bool live = j0 < N && i0 < M;
 #if KC == 0
@@ -110,49 +142,46 @@ kernel void blocked(GEMM_ARGS) {
     const long jl = live ? j0 : 0, il = live ? i0 : 0;
 #if PACKB /* B is the packed panels (ldb and sb unused) */
     global const float *Af = (global const float *)A + b * sa;
-    global const float *Bf = (global const float *)B + b * ((N + VW - 1) / VW * VW) * K + jl * K;
-#define BROW(q) (Bf + (q) * VW)
+    global const float *Bf = (global const float *)B + b * ((N + PW - 1) / PW * PW) * K + jl * K;
+#define BROW(q) (Bf + (q) * PW)
 #else
     global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb;
 #define BROW(q) (Bf + (q) * ldb + jl)
 #endif
-    realv acc[RM];
-    long arow[RM];
+    realv acc[RM][NV];
+    #pragma unroll
+    for (int r = 0; r < RM; r++)
+        #pragma unroll
+        for (int v = 0; v < NV; v++) acc[r][v] = (realv)0.0f;
+    global const float *arow[RM];
+    #pragma unroll
     for (int r = 0; r < RM; r++) {
         const long i = il + r < M ? il + r : M - 1;
-        arow[r] = TRANS_A ? i : i * lda;
-        acc[r] = (realv)0.0f;
+        arow[r] = Af + (TRANS_A ? i : i * lda);
     }
     const long astep = TRANS_A ? lda : 1;
-    const bool full = PACKB || jl + VW <= N;
+#define AVAL(r, q) arow[r][(q) * astep]
+    const bool full = PACKB || jl + PW <= N;
     const long chunk = KC > 0 ? KC : (K > 0 ? K : 1);
     for (long k0 = 0; k0 < K; k0 += chunk) {
         const long k1 = min(k0 + chunk, K);
-        long q = k0;
-        if (full) {
-#if !TRANS_A
-            for (; q + 4 <= k1; q += 4) {
-                const realv b0 = VLOADV(0, BROW(q)), b1 = VLOADV(0, BROW(q + 1));
-                const realv b2 = VLOADV(0, BROW(q + 2)), b3 = VLOADV(0, BROW(q + 3));
-                for (int r = 0; r < RM; r++) {
-                    const float4 a = vload4(0, Af + arow[r] + q);
-                    acc[r] = fma((realv)a.s0, b0, acc[r]);
-                    acc[r] = fma((realv)a.s1, b1, acc[r]);
-                    acc[r] = fma((realv)a.s2, b2, acc[r]);
-                    acc[r] = fma((realv)a.s3, b3, acc[r]);
-                }
+        for (long q = k0; q < k1; q++) {
+            realv bv[NV];
+            if (full) {
+                #pragma unroll
+                for (int v = 0; v < NV; v++) bv[v] = VLOADV(v, BROW(q));
+            } else { /* the right edge: columns past N read as 0 */
+                float t[PW];
+                #pragma unroll
+                for (int e = 0; e < PW; e++) t[e] = jl + e < N ? Bf[q * ldb + jl + e] : 0.0f;
+                #pragma unroll
+                for (int v = 0; v < NV; v++) bv[v] = VLOADV(v, t);
             }
-#endif
-            for (; q < k1; q++) {
-                const realv bv = VLOADV(0, BROW(q));
-                for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
-            }
-        } else { /* the right edge: columns past N read as 0 */
-            for (; q < k1; q++) {
-                float t[VW];
-                for (int v = 0; v < VW; v++) t[v] = jl + v < N ? Bf[q * ldb + jl + v] : 0.0f;
-                const realv bv = VLOADV(0, t);
-                for (int r = 0; r < RM; r++) acc[r] = fma((realv)Af[arow[r] + q * astep], bv, acc[r]);
+            #pragma unroll
+            for (int r = 0; r < RM; r++) {
+                const realv a = (realv)AVAL(r, q);
+                #pragma unroll
+                for (int v = 0; v < NV; v++) acc[r][v] = fma(a, bv[v], acc[r][v]);
             }
         }
 #if KC > 0
@@ -160,56 +189,24 @@ kernel void blocked(GEMM_ARGS) {
 #endif
     }
 #undef BROW
+#undef AVAL
     if (!live) return;
-    for (int r = 0; r < RM && i0 + r < M; r++) {
-        float out[VW];
-        VSTOREV(acc[r], 0, out);
-        for (int v = 0; v < VW && j0 + v < N; v++) GEMM_STORE(b, i0 + r, j0 + v, out[v]);
-    }
-}
-#endif
-
-#ifdef ROWS
-/* f32, B n-contiguous, M <= MR rows (decode, GEMV): a work-item owns NC
- * columns of C for all rows and walks B row by row, so B streams from
- * memory in contiguous NC-wide runs (no strided walk down columns, no TLB
- * miss per element); the accumulators live in private memory (L1 on CPUs). */
-kernel void rows(GEMM_ARGS) {
-    const long j0 = get_global_id(0) * NC, b = get_global_id(1);
-    if (j0 >= N) return;
-    global const float *Af = (global const float *)A + b * sa, *Bf = (global const float *)B + b * sb + j0;
-    realv acc[MR][NC / VW];
-    for (int r = 0; r < MR; r++)
-        for (int v = 0; v < NC / VW; v++) acc[r][v] = (realv)0.0f;
-    long arow[MR];
-    for (int r = 0; r < MR; r++) arow[r] = a_index(lda, r < M ? r : M - 1, 0);
-    const long astep = TRANS_A ? lda : 1;
-    if (j0 + NC <= N) {
-        for (long q = 0; q < K; q++) {
-            global const float *brow = Bf + q * ldb;
-            float a[MR];
-            for (int r = 0; r < MR; r++) a[r] = Af[arow[r] + q * astep];
-            for (int v = 0; v < NC / VW; v++) {
-                const realv bv = VLOADV(v, brow);
-                for (int r = 0; r < MR; r++) acc[r][v] = fma((realv)a[r], bv, acc[r][v]);
+    /* f32 C, no epilogue, a whole block: vector stores (the per-element
+     * store_out costs more than the FMAs when K is a few hundred) */
+    const bool vec = c_t == DT_F32 && en == 0 && j0 + PW <= N;
+    global float *Cf = (global float *)C + b * sc + i0 * ldc + j0;
+    for (int r = 0; r < RM && i0 + r < M; r++)
+        #pragma unroll
+        for (int v = 0; v < NV; v++) {
+            if (vec) {
+                realv o = (realv)alpha * acc[r][v];
+                if (beta != 0.0f) o = fma((realv)beta, VLOADV(v, Cf + r * ldc), o);
+                VSTOREV(o, v, Cf + r * ldc);
+                continue;
             }
-        }
-    } else { /* the right edge: columns past N read as 0 */
-        for (long q = 0; q < K; q++) {
-            global const float *brow = Bf + q * ldb;
-            for (int v = 0; v < NC / VW; v++) {
-                float t[VW];
-                for (int e = 0; e < VW; e++) t[e] = j0 + v * VW + e < N ? brow[v * VW + e] : 0.0f;
-                const realv bv = VLOADV(0, t);
-                for (int r = 0; r < MR; r++) acc[r][v] = fma((realv)Af[arow[r] + q * astep], bv, acc[r][v]);
-            }
-        }
-    }
-    for (int r = 0; r < MR && r < M; r++)
-        for (int v = 0; v < NC / VW; v++) {
             float out[VW];
             VSTOREV(acc[r][v], 0, out);
-            for (int e = 0; e < VW && j0 + v * VW + e < N; e++) GEMM_STORE(b, (long)r, j0 + v * VW + e, out[e]);
+            for (int e = 0; e < VW && j0 + v * VW + e < N; e++) GEMM_STORE(b, i0 + r, j0 + v * VW + e, out[e]);
         }
 }
 #endif
