@@ -8,6 +8,7 @@
  * output (what f32 accumulation can lose) plus the output dtype's rounding.
  * Kernels this CPU cannot run print SKIP. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,6 +320,21 @@ START_TEST(packed_filter_errors) {
     packed[60] ^= 1; /* a header changed after packing */
     ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, packed, y), TSR_ERR_INVALID_ARGUMENT);
     packed[60] ^= 1;
+    { /* a header whose checksum holds but whose layout this library does not read */
+        tsr_packed_filter forged;
+        memcpy(&forged, packed, sizeof forged);
+        forged.nr = 48;
+        uint64_t sum = 1469598103934665603ull; /* the FNV-1a the op front checks */
+        for (size_t i = 0; i < offsetof(tsr_packed_filter, check); i++)
+            sum = (sum ^ ((const unsigned char *)&forged)[i]) * 1099511628211ull;
+        forged.check = sum;
+        char *fp = malloc(bytes);
+        memcpy(fp, packed, bytes);
+        memcpy(fp, &forged, sizeof forged);
+        ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, fp, y), TSR_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(tsr_last_error(), "does not read; pack it again"), "%s", tsr_last_error());
+        free(fp);
+    }
     ck_assert_int_eq(tsr_conv2d(ctx, &pd, x, packed, (float *)(void *)(packed + 256)), TSR_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(tsr_last_error(), "y overlaps w"), "%s", tsr_last_error());
     /* the AVX2 kernel (16-wide panels) declines a filter packed for 32-wide ones */

@@ -161,6 +161,18 @@ static tsr_status packed_header(const tsr_conv2d_desc *d, const void *w, const t
     if (h->w_dtype != (int32_t)d->w_dtype)
         return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the packed filter w was made for w_dtype %s, not %s",
                         tsr_dtype_name((tsr_dtype)h->w_dtype), tsr_dtype_name(d->w_dtype));
+    /* the layout fields agree with the payload's size (a header from a
+     * future version or a bad copy is refused, never read past its end) */
+    const int64_t Kg = d->k / d->groups, rsc = d->r * d->s * (d->c / d->groups);
+    int64_t want = -1;
+    if (h->layout == TSR_PACKED_COPY && (uint32_t)h->format <= TSR_FILTER_HWIO)
+        want = d->k * rsc * (int64_t)tsr_dtype_size(d->w_dtype);
+    else if ((h->layout == TSR_PACKED_PANELS || h->layout == TSR_PACKED_PAIR_PANELS) && h->nr > 0 && h->nr <= 256)
+        want = d->groups * ((Kg + h->nr - 1) / h->nr) * rsc * h->nr * (h->layout == TSR_PACKED_PANELS ? 4 : 2);
+    if (want < 0 || h->payload_bytes != want)
+        return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "conv2d: the packed filter w has a layout (%d, width %d, %lld bytes) "
+                        "this library does not read; pack it again with tsr_conv2d_pack_filter", (int)h->layout,
+                        (int)h->nr, (long long)h->payload_bytes);
     *out = h;
     return TSR_OK;
 }
