@@ -129,7 +129,6 @@ typedef struct tsr_packed_filter {
     int64_t payload_bytes;
     uint64_t check;      /* FNV-1a of every byte above */
 } tsr_packed_filter;
-_Static_assert(sizeof(tsr_packed_filter) <= TSR_PACKED_FILTER_HEADER, "the packed filter header outgrew its room");
 
 typedef struct tsr_conv2d_problem {
     tsr_conv2d_desc d;

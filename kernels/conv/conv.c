@@ -136,6 +136,8 @@ static tsr_status epilogue_aliasing(const tsr_conv2d_desc *d, const void *y, int
 
 /* ------------------------------------------------------- packed filters */
 
+_Static_assert(sizeof(tsr_packed_filter) <= TSR_PACKED_FILTER_HEADER, "the packed filter header outgrew its room");
+
 static uint64_t packed_check(const tsr_packed_filter *h) {
     const unsigned char *b = (const unsigned char *)h;
     uint64_t x = 1469598103934665603ull;
