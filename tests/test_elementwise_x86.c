@@ -136,7 +136,7 @@ END_TEST
 START_TEST(chain_out_of_cache) {
     const int64_t n = 4500007;
     float *x = malloc(sizeof(float) * n), *b = malloc(sizeof(float) * n), *want = malloc(sizeof(float) * n);
-    float *y = aligned_alloc(64, sizeof(float) * (size_t)(n + 15) / 16 * 16);
+    float *y = aligned_alloc(64, (sizeof(float) * (size_t)n + 63) / 64 * 64);
     tt_fill(x, TSR_F32, n, 31, -8, 8);
     tt_fill(b, TSR_F32, n, 32, -2, 2);
     tsr_chain_desc ch;
@@ -335,7 +335,7 @@ START_TEST(row_kernels) {
              * whose vectors line up are stored past the caches */
             ck_assert_int_eq(tsr_context_set_num_threads(ctx, 2), TSR_OK);
             const int64_t R2 = 2053, C2 = 4099;
-            float *x2 = malloc(sizeof(float) * (size_t)(R2 * C2)), *y2 = aligned_alloc(64, sizeof(float) * (size_t)(R2 * C2));
+            float *x2 = malloc(sizeof(float) * (size_t)(R2 * C2)), *y2 = aligned_alloc(64, (sizeof(float) * (size_t)(R2 * C2) + 63) / 64 * 64);
             float *w2 = malloc(sizeof(float) * (size_t)(R2 * C2)), *g2 = malloc(sizeof(float) * (size_t)C2);
             tt_fill(x2, TSR_F32, R2 * C2, 90, -5, 5);
             tt_fill(g2, TSR_F32, C2, 91, 0.5f, 1.5f);

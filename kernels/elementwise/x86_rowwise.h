@@ -222,7 +222,7 @@ static tsr_status run_rows_scratch(const tsr_rowwise_problem *r, tsr_op op, int6
         float e[ROW_STACK_COLS] __attribute__((aligned(64)));
         run_rows(r, op, r0, r1, e);
     } else {
-        float *e = aligned_alloc(64, (size_t)cols * sizeof(float));
+        float *e = aligned_alloc(64, ((size_t)cols * sizeof(float) + 63) / 64 * 64); /* a multiple of the alignment */
         if (!e) return TSR_ERR_OUT_OF_MEMORY;
         run_rows(r, op, r0, r1, e);
         free(e);
