@@ -112,11 +112,7 @@ static _Thread_local nearest_memo memo[MEMO_SETS][MEMO_WAYS];
 static _Thread_local unsigned char memo_next[MEMO_SETS]; /* round-robin victim */
 
 /* FNV-1a: independent of tsr_table_hash. */
-static uint64_t hash2_of(const char *s, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
+static uint64_t hash2_of(const char *s, size_t n) { return tsr_fnv1a(s, n, 0); }
 
 static nearest_memo *memo_find(const tsr_table *t, uint64_t h, uint64_t h2, const tsr_kernel *k,
                                const tsr_context *ctx) {

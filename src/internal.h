@@ -108,6 +108,15 @@ typedef struct tsr_gemm_problem {
 
 /* A conv2d after validation: p, q computed; epilogue residual is dense in
  * the output's format. */
+/* FNV-1a over n bytes, its basis xor seed (0 for the plain hash): the
+ * checksums and keys of packed filters, tables and the OpenCL cache. */
+static inline uint64_t tsr_fnv1a(const void *data, size_t n, uint64_t seed) {
+    const unsigned char *p = (const unsigned char *)data;
+    uint64_t h = 14695981039346656037ull ^ seed;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
 /* The header of a packed conv2d filter (tsr_conv2d_pack_filter) at the
  * start of the caller's buffer; the payload follows at
  * TSR_PACKED_FILTER_HEADER bytes. */

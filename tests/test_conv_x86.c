@@ -56,6 +56,20 @@ static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const 
     return check_at(ctx, ref, k, c, s, false);
 }
 
+/* The kernel named, or NULL after a SKIP line when this CPU cannot run it. */
+static const tsr_kernel *kernel_here(tsr_context *ctx, const char *name, const char *test) {
+    const tsr_kernel *k = tsr_registry_find(name);
+    ck_assert_ptr_nonnull(k);
+    tsr_problem probe;
+    memset(&probe, 0, sizeof probe);
+    probe.op = TSR_OP_CONV2D;
+    tsr_conv2d_desc_init(&probe.u.conv.d);
+    char why[128];
+    if (k->supports(&probe, ctx, why, sizeof why)) return k;
+    printf("SKIP conv_x86: %s: %s: %s\n", test, name, why);
+    return NULL;
+}
+
 #define F32 TSR_F32, TSR_F32
 static const conv_case cases[] = {
     /* n  c   h   w   k   r  s sh sw pt pb pl pr dh dw  g  fmt  ffmt */
@@ -127,17 +141,8 @@ START_TEST(shapes_schedules_threads) {
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     int ran = 0;
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
-        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
-        ck_assert_ptr_nonnull(k);
-        tsr_problem probe;
-        memset(&probe, 0, sizeof probe);
-        probe.op = TSR_OP_CONV2D;
-        tsr_conv2d_desc_init(&probe.u.conv.d);
-        char why[128];
-        if (!k->supports(&probe, ctx, why, sizeof why)) {
-            printf("SKIP conv_x86: %s: %s\n", k->name, why);
-            continue;
-        }
+        const tsr_kernel *k = kernel_here(ctx, kernels[ki], "shapes_schedules_threads");
+        if (!k) continue;
         /* algo, ocb, pxb, order: blockings that split and reorder the work
          * (pxb 3 and ocb 2: blocks of unequal sizes) */
         const tsr_schedule scheds[] = {{{0, 1, 1, 1}}, {{0, 4, 2, 0}}, {{0, 16, 32, 1}}, {{1, 1, 1, 0}}, {{2, 1, 1, 0}},
@@ -229,12 +234,8 @@ START_TEST(depthwise_out_of_cache) {
     };
     int ran = 0;
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
-        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
-        tsr_problem probe;
-        memset(&probe, 0, sizeof probe);
-        probe.op = TSR_OP_CONV2D;
-        tsr_conv2d_desc_init(&probe.u.conv.d);
-        if (!k->supports(&probe, ctx, NULL, 0)) continue;
+        const tsr_kernel *k = kernel_here(ctx, kernels[ki], "depthwise_out_of_cache");
+        if (!k) continue;
         for (size_t ci = 0; ci < sizeof big / sizeof big[0]; ci++) {
             tsr_schedule s;
             tt_conv_default_schedule(k, ctx, &big[ci], &s);
@@ -324,10 +325,7 @@ START_TEST(packed_filter_errors) {
         tsr_packed_filter forged;
         memcpy(&forged, packed, sizeof forged);
         forged.nr = 48;
-        uint64_t sum = 1469598103934665603ull; /* the FNV-1a the op front checks */
-        for (size_t i = 0; i < offsetof(tsr_packed_filter, check); i++)
-            sum = (sum ^ ((const unsigned char *)&forged)[i]) * 1099511628211ull;
-        forged.check = sum;
+        forged.check = tsr_fnv1a(&forged, offsetof(tsr_packed_filter, check), 0); /* what the op front checks */
         char *fp = malloc(bytes);
         memcpy(fp, packed, bytes);
         memcpy(fp, &forged, sizeof forged);

@@ -162,7 +162,7 @@ START_TEST(binary_cache) {
     unsigned char *junk = malloc(len);
     memcpy(junk, good, len);
     for (size_t i = 0; i < blen; i++) junk[off + 16 + i] = (unsigned char)(i * 37 + 11);
-    uint64_t sum = tsr_ocl_hash(junk + off + 16, blen, 7);
+    uint64_t sum = tsr_fnv1a(junk + off + 16, blen, 7);
     memcpy(junk + off + 8, &sum, 8);
     spill(path, junk, len);
     tsr_ocl_stats g = gemm_once();

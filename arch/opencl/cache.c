@@ -49,7 +49,7 @@ static bool make_dirs(const char *path) {
 bool tsr_ocl_cache_path(const tsr_ocl_state *s, const char *key_text, char *out, size_t n) {
     if (!s->cache_dir[0]) return false;
     size_t len = strlen(key_text);
-    unsigned long long h1 = tsr_ocl_hash(key_text, len, 0), h2 = tsr_ocl_hash(key_text, len, 0x5bd1e995u);
+    unsigned long long h1 = tsr_fnv1a(key_text, len, 0), h2 = tsr_fnv1a(key_text, len, 0x5bd1e995u);
     return snprintf(out, n, "%s/%016llx%016llx.clbin", s->cache_dir, h1, h2) < (int)n;
 }
 
@@ -73,7 +73,7 @@ unsigned char *tsr_ocl_cache_read(const char *path, const char *key_text, size_t
     ok = ok && read_u64(f, &blen) && read_u64(f, &sum) && blen > 0 && blen < ((uint64_t)1 << 31);
     if (ok) {
         bin = malloc(blen);
-        ok = bin && fread(bin, 1, blen, f) == blen && fgetc(f) == EOF && tsr_ocl_hash(bin, blen, 7) == sum;
+        ok = bin && fread(bin, 1, blen, f) == blen && fgetc(f) == EOF && tsr_fnv1a(bin, blen, 7) == sum;
     }
     fclose(f);
     free(key);
@@ -109,7 +109,7 @@ void tsr_ocl_cache_write(const char *path, const char *key_text, const unsigned 
         unlink(tmp);
         return;
     }
-    uint64_t klen = strlen(key_text), blen = len, sum = tsr_ocl_hash(bin, len, 7);
+    uint64_t klen = strlen(key_text), blen = len, sum = tsr_fnv1a(bin, len, 7);
     bool ok = fwrite(MAGIC, 1, 8, f) == 8 && fwrite(&klen, sizeof klen, 1, f) == 1 &&
               fwrite(key_text, 1, klen, f) == klen && fwrite(&blen, sizeof blen, 1, f) == 1 &&
               fwrite(&sum, sizeof sum, 1, f) == 1 && fwrite(bin, 1, len, f) == len;

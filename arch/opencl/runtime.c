@@ -269,13 +269,6 @@ tsr_status tsr_opencl_backend_init(tsr_context *ctx, const tsr_context_options *
 
 /* ------------------------------------------------------------- programs */
 
-uint64_t tsr_ocl_hash(const void *data, size_t n, uint64_t seed) {
-    const unsigned char *p = data;
-    uint64_t h = 1469598103934665603ull ^ seed;
-    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
-    return h;
-}
-
 void tsr_ocl_define(char *buf, size_t n, const char *name, long long value) {
     size_t used = strlen(buf);
     if (used < n) snprintf(buf + used, n - used, " -D%s=%lld", name, value);
@@ -355,9 +348,9 @@ tsr_status tsr_ocl_kernel(tsr_context *ctx, const char *const *sources, int num_
                           const char *name, cl_kernel *out) {
     tsr_ocl_state *s = tsr_ocl(ctx);
     uint64_t src_hash = 0;
-    for (int i = 0; i < num_sources; i++) src_hash = tsr_ocl_hash(sources[i], strlen(sources[i]), src_hash);
-    const uint64_t pkey = tsr_ocl_hash(options, strlen(options), src_hash);
-    const uint64_t key = tsr_ocl_hash(name, strlen(name), pkey);
+    for (int i = 0; i < num_sources; i++) src_hash = tsr_fnv1a(sources[i], strlen(sources[i]), src_hash);
+    const uint64_t pkey = tsr_fnv1a(options, strlen(options), src_hash);
+    const uint64_t key = tsr_fnv1a(name, strlen(name), pkey);
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < s->num_entries; i++)
         if (s->entries[i].key == key) {

@@ -104,7 +104,6 @@ bool tsr_ocl_cache_path(const tsr_ocl_state *s, const char *key_text, char *out,
 unsigned char *tsr_ocl_cache_read(const char *path, const char *key_text, size_t *len, bool *rejected);
 /* Writes it atomically (temp file + rename); failures are logged only. */
 void tsr_ocl_cache_write(const char *path, const char *key_text, const unsigned char *bin, size_t len);
-uint64_t tsr_ocl_hash(const void *data, size_t n, uint64_t seed);
 
 /* Sources embedded at build time (generated from the .cl files). */
 extern const char tsr_cl_common[];

@@ -17,13 +17,11 @@
 static inline __m256 vf_upper8(vf v) { return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)); }
 #define vf_is(a, b, pred) _mm512_cmp_ps_mask(a, b, pred)
 #define vf_any(mask) ((mask) != 0)
-#define vf_zero_where(v, mask) _mm512_mask_blend_ps(mask, v, _mm512_setzero_ps())
 typedef __mmask16 vmask;
 #define vf_select(m, if_false, if_true) _mm512_mask_blend_ps(m, if_false, if_true)
 #else
 #define vf_is(a, b, pred) _mm256_cmp_ps(a, b, pred)
 #define vf_any(mask) (_mm256_movemask_ps(mask) != 0)
-#define vf_zero_where(v, mask) _mm256_andnot_ps(mask, v)
 typedef __m256 vmask;
 #define vf_select(m, if_false, if_true) _mm256_blendv_ps(if_false, if_true, m)
 #endif
@@ -84,6 +82,10 @@ static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dt
     vf_store8_dtype(h, t, v);
 #endif
 }
+
+/* Outputs of this many bytes are worth storing past the caches: past half
+ * the L3 they would only evict the inputs still to be read. */
+static inline bool vf_streams(int64_t bytes) { return bytes > (16 << 20); }
 
 /* vf_store_dtype, or a streaming store past the caches when stream is set
  * and the destination is aligned to the stored width (AVX-512; f32 on
@@ -179,16 +181,6 @@ static inline float vf_hmax(vf v) {
     vf_store(t, v);
     for (int i = 0; i < VL; i++) m = t[i] > m ? t[i] : m;
     return m;
-}
-
-/* Does a lane hold NaN or +inf (which make a softmax row NaN)? */
-static inline bool vf_any_nan_or_posinf(vf v) {
-    return vf_any(vf_is(v, v, _CMP_UNORD_Q)) || vf_any(vf_is(v, vf_set1(INFINITY), _CMP_EQ_OQ));
-}
-
-/* exp(x - m), exactly 0 where x is -inf (vf_exp clamps its argument). */
-static inline vf vf_exp_shifted(vf x, vf m) {
-    return vf_zero_where(vf_exp(vf_sub(x, m)), vf_is(x, vf_set1(-INFINITY), _CMP_EQ_OQ));
 }
 
 #endif

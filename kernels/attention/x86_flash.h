@@ -45,6 +45,7 @@
 
 #include "../../arch/x86_avx512/vmath.h"
 #include "../../arch/x86_avx512/vdtype.h"
+#include "../../arch/x86_avx512/vexp.h"
 #include "internal.h"
 
 enum { K_BLOCK_Q, K_BLOCK_KV, K_SPLITS };
@@ -528,29 +529,6 @@ static void block_direct(const flash_job *j, const flash_buf *b, int64_t nr4, in
     }
 }
 
-/* exp(s - m) for a logit s <= the row max m (or s = -inf, giving exactly
- * 0). AVX-512: 2^t for t = (s - m) log2(e) as 2^f (f = t - round(t) in
- * [-1/2, 1/2], Cephes exp2f's polynomial, 1.7e-7 relative) scaled by
- * vscalefps, which underflows to exact 0 (through denormals) where a
- * shifted exponent would wrap: a floor at -300 replaces the clamps and the
- * -inf blend of vf_exp_shifted, 12 operations instead of 18. */
-static inline vf exp_shifted_fast(vf s, vf m) {
-#if VL == 16
-    const vf t = vf_max(vf_mul(vf_sub(s, m), vf_set1(1.44269504088896341f)), vf_set1(-300.0f));
-    const vf n = vf_round(t), f = vf_sub(t, n);
-    vf p = vf_set1(1.535336188319500e-4f);
-    p = vf_fma(p, f, vf_set1(1.339887440266574e-3f));
-    p = vf_fma(p, f, vf_set1(9.618437357674640e-3f));
-    p = vf_fma(p, f, vf_set1(5.550332471162809e-2f));
-    p = vf_fma(p, f, vf_set1(2.402264791363012e-1f));
-    p = vf_fma(p, f, vf_set1(6.931472028550421e-1f));
-    p = vf_fma(p, f, vf_set1(1.0f));
-    return _mm512_scalef_ps(p, n);
-#else
-    return vf_exp_shifted(s, m);
-#endif
-}
-
 /* The largest lane (NaN lanes: the caller has its own test). */
 static inline float row_max(vf v) {
 #if VL == 16
@@ -596,7 +574,7 @@ static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_
     }
     vf sum = vf_zero(), mv = vf_set1(m_new);
     for (int64_t c = 0; c < bkp; c += VL) {
-        vf p = exp_shifted_fast(vf_load(s + c), mv);
+        vf p = exp_nonpos_fast(vf_sub(vf_load(s + c), mv)); /* s <= the max, or -inf: exactly 0 */
 #ifdef ATTN_BF16_DOT
         /* P V runs on P rounded to bf16; the sum (and so lse) keeps the f32
          * weights, as FlashAttention's rowsum does */

@@ -138,12 +138,7 @@ static tsr_status epilogue_aliasing(const tsr_conv2d_desc *d, const void *y, int
 
 _Static_assert(sizeof(tsr_packed_filter) <= TSR_PACKED_FILTER_HEADER, "the packed filter header outgrew its room");
 
-static uint64_t packed_check(const tsr_packed_filter *h) {
-    const unsigned char *b = (const unsigned char *)h;
-    uint64_t x = 1469598103934665603ull;
-    for (size_t i = 0; i < offsetof(tsr_packed_filter, check); i++) x = (x ^ b[i]) * 1099511628211ull;
-    return x;
-}
+static uint64_t packed_check(const tsr_packed_filter *h) { return tsr_fnv1a(h, offsetof(tsr_packed_filter, check), 0); }
 
 /* w of a TSR_FILTER_PACKED desc: a header this library wrote, for d. */
 static tsr_status packed_header(const tsr_conv2d_desc *d, const void *w, const tsr_packed_filter **out) {

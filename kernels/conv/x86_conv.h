@@ -473,9 +473,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .y = cp->y, .epi = &d->epilogue,
                   .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
     if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
-    /* past half the L3 y would only evict x: stores that skip the caches
-     * also skip reading each line before writing it */
-    j.stream_y = dw && d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype) > (16 << 20);
+    j.stream_y = dw && vf_streams(d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype));
     j.prefetch_x = dw && xn * (int64_t)tsr_dtype_size(d->x_dtype) > (4 << 20);
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh

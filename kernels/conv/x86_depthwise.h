@@ -144,20 +144,6 @@ static inline __attribute__((always_inline)) void dw_epilogue_regs(const tsr_epi
     }
 }
 
-/* One output vector of f32 at p: past the caches when y is streamed and
- * the vector is a whole aligned line (or half of one on AVX2). */
-static inline __attribute__((always_inline)) void dw_put(const conv_job *j, float *p, vf v, int lanes) {
-    if (j->stream_y && lanes == VL && !((uintptr_t)p % (VL * 4))) {
-#if VL == 16
-        _mm512_stream_ps(p, v);
-#else
-        _mm256_stream_ps(p, v);
-#endif
-        return;
-    }
-    vf_store_n(p, v, lanes);
-}
-
 /* The epilogue and the store of a tile's T accumulators (one channel
  * vector at c0, outputs C apart from element y0); steps before `first`
  * were applied already (in registers only). */
@@ -170,8 +156,8 @@ static inline __attribute__((always_inline)) void dw_store_tile(const conv_job *
         dw_epilogue_regs(j->epi, first, acc, T, c0, y0, C, lanes);
 #pragma GCC unroll 16
         for (int i = 0; i < T; i++) {
-            if (yt == TSR_F32) dw_put(j, (float *)j->y + y0 + i * C, acc[i], lanes);
-            else vf_store_dtype(j->y, yt, y0 + i * C, acc[i]);
+            if (yt == TSR_F32 && lanes < VL) vf_store_n((float *)j->y + y0 + i * C, acc[i], lanes);
+            else vf_put_dtype(j->y, yt, y0 + i * C, acc[i], j->stream_y);
         }
         return;
     }

@@ -15,7 +15,7 @@
  * Values: identity, neg, abs, square, sqrt, rsqrt, reciprocal, relu, + - *
  * / and NaN-propagating max/min are the f32 operations the reference's
  * definitions round to (rsqrt and reciprocal within 1 ulp); exp, sigmoid
- * and silu are built on x86_vexp.h's exps and stay within 2, 3 and 3 ulp of
+ * and silu are built on vexp.h's exps and stay within 2, 3 and 3 ulp of
  * the double-precision definitions over the whole float range (overflow
  * to inf, the denormal range, -inf, NaN), as tests/test_elementwise_x86.c
  * measures;
@@ -30,7 +30,7 @@
 #define BLOCK 4096
 #define PREFETCH_BYTES 2048
 
-#include "x86_vexp.h"
+#include "../../arch/x86_avx512/vexp.h"
 
 #if VL == 16
 #define vf_sqrt(x) _mm512_sqrt_ps(x)
@@ -125,9 +125,7 @@ typedef struct chain_view {
     int64_t strides[2 + TSR_MAX_CHAIN_OPERANDS][TSR_MAX_DIMS];
     tsr_dtype dtype[2 + TSR_MAX_CHAIN_OPERANDS];
     const char *base[2 + TSR_MAX_CHAIN_OPERANDS];
-    /* y past half the L3: stored past the caches (no read of each line
-     * before its write; it would only evict the inputs still to come) */
-    bool stream_y;
+    bool stream_y; /* y stored past the caches (vf_streams) */
 } chain_view;
 
 static void view_of(const tsr_chain_problem *c, chain_view *v) {
@@ -260,7 +258,7 @@ static tsr_status chain_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     int64_t rows = 1;
     for (int i = 0; i < v.ndim - 1; i++) rows *= v.shape[i];
     const int nt = tsr_threads_for(ctx, (double)rows * (double)n, 32768.0);
-    v.stream_y = rows * n * (int64_t)tsr_dtype_size(v.dtype[0]) > (16 << 20);
+    v.stream_y = vf_streams(rows * n * (int64_t)tsr_dtype_size(v.dtype[0]));
     /* one thread: no parallel region at all (libgomp's costs a futex call
      * even when it runs alone, a microsecond on small tensors) */
     if (nt <= 1) {

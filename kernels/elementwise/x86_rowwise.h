@@ -36,7 +36,7 @@
 #include "../../arch/x86_avx512/vmath.h"
 #include "../../arch/x86_avx512/vdtype.h"
 #include "internal.h"
-#include "x86_vexp.h"
+#include "../../arch/x86_avx512/vexp.h"
 
 #define RV 4          /* vectors per step of a pass */
 #define RSTEP (RV * VL)
@@ -49,11 +49,10 @@ ALWAYS_INLINE void prefetch_lines(const char *p, int64_t bytes) {
     for (int64_t l = 0; l < bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
 }
 
-/* y larger than half the L3: written past the caches (it would only evict
- * the rows still to be read), skipping the read of each line before its
- * write; run_rows_scratch fences once a thread's rows are done. */
+/* y stored past the caches (vf_streams); run_rows_scratch fences once a
+ * thread's rows are done. */
 ALWAYS_INLINE bool streams_y(const tsr_rowwise_problem *r, tsr_dtype yt) {
-    return r->d.rows * r->d.y_row_stride * (int64_t)tsr_dtype_size(yt) > (16 << 20);
+    return vf_streams(r->d.rows * r->d.y_row_stride * (int64_t)tsr_dtype_size(yt));
 }
 
 /* The row after this one, fetched by a middle pass a chunk at a time;
@@ -82,7 +81,7 @@ static void softmax_edge_row(const tsr_rowwise_problem *r, int64_t xo, int64_t y
 /* e: f32 scratch of cols rounded up to VL, which keeps exp(x - max)
  * between the sum and the output pass, so each element pays one exp. */
 ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dtype xt, tsr_dtype yt, float *e,
-                               next_row nx) {
+                               next_row nx, bool stream) {
     const int64_t C = r->d.cols, CV = C / RSTEP * RSTEP;
     const int64_t xo = row * r->d.x_row_stride, yo = row * r->d.y_row_stride;
     vf acc[RV];
@@ -117,7 +116,6 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
     }
     /* x may be y: every element was read above */
     const vf inv = vf_set1(1.0f / vf_hsum(add4(acc)));
-    const bool stream = streams_y(r, yt);
     for (int64_t j = 0; j < CV; j += RSTEP)
         for (int u = 0; u < RV; u++) vf_put_dtype(r->y, yt, yo + j + u * VL, vf_mul(vf_load(e + j + u * VL), inv), stream);
     for (int64_t j = CV; j < C; j += VL) vf_store_n_dtype(r->y, yt, yo + j, vf_mul(vf_load(e + j), inv), tail_of(C - j));
@@ -129,7 +127,7 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
  * far from 0 (1e4 +- 5) keep the digits that x - mean, with the mean
  * rounded to an f32 near 1e4, would lose. */
 ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool center, tsr_dtype xt, tsr_dtype yt,
-                            next_row nx) {
+                            next_row nx, bool stream) {
     const int64_t C = r->d.cols, CV = C / RSTEP * RSTEP;
     const int64_t xo = row * r->d.x_row_stride, yo = row * r->d.y_row_stride;
     vf acc[RV];
@@ -164,7 +162,6 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
     const float q = vf_hsum(add4(acc));
     const vf iv = vf_set1((float)(1.0 / sqrt((double)q / (double)C + (double)r->d.epsilon)));
     const float *g = r->gamma, *b = center ? r->beta : NULL;
-    const bool stream = streams_y(r, yt);
     for (int64_t j = 0; j < C; j += VL) {
         const int n = tail_of(C - j);
         vf v = vf_mul(CENTRED(n == VL ? vf_load_dtype(r->x, xt, xo + j) : vf_load_n_dtype(r->x, xt, xo + j, n)), iv);
@@ -181,15 +178,16 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
 ALWAYS_INLINE void rows_xy(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_t r1, tsr_dtype xt,
                            tsr_dtype yt, float *e) {
     const int es = (int)tsr_dtype_size(xt);
+    const bool stream = streams_y(r, yt);
     /* one loop per op, so norm_row's center is a constant in each */
 #define EACH_ROW(call)                                                                                     \
     for (int64_t row = r0; row < r1; row++) {                                                              \
         const next_row nx = {row + 1 < r1 ? (const char *)r->x + (row + 1) * r->d.x_row_stride * es : NULL, es}; \
         call;                                                                                              \
     }
-    if (op == TSR_OP_SOFTMAX) EACH_ROW(softmax_row(r, row, xt, yt, e, nx))
-    else if (op == TSR_OP_LAYERNORM) EACH_ROW(norm_row(r, row, true, xt, yt, nx))
-    else EACH_ROW(norm_row(r, row, false, xt, yt, nx))
+    if (op == TSR_OP_SOFTMAX) EACH_ROW(softmax_row(r, row, xt, yt, e, nx, stream))
+    else if (op == TSR_OP_LAYERNORM) EACH_ROW(norm_row(r, row, true, xt, yt, nx, stream))
+    else EACH_ROW(norm_row(r, row, false, xt, yt, nx, stream))
 #undef EACH_ROW
 }
 
