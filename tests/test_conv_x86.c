@@ -134,6 +134,10 @@ static const conv_case cases[] = {
     {2, 80, 7, 5, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
     {1, 36, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
     {1, 66, 5, 4, 64, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS_ACT, TSR_ACT_SILU},
+    /* bf16 1x1 on the pointwise tiles, stored from registers with a bf16
+     * residual (35 pixels, 45 channels: ragged tiles and panels) */
+    {2, 18, 5, 7, 45, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 34, 3, 3, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
 };
 
 START_TEST(shapes_schedules_threads) {

@@ -285,9 +285,11 @@ typedef struct conv_job {
     const float *zero; /* max(c, 1) zeros */
     void *y;           /* NHWC, d->y_dtype */
     const tsr_epilogue *epi;
-    bool plain;        /* f32 y and an epilogue ukr_epilogue_plain applies: tiles stored from registers */
+    bool plain;        /* f32 y (bf16 with AVX-512) and an epilogue ukr_epilogue_plain applies: tiles stored
+                        * from registers */
     bool stream_y;     /* y is larger than the caches: whole aligned lines stored past them (depthwise) */
     bool prefetch_x;   /* x is out of L2: the next input rows are prefetched (depthwise) */
+    bool pointwise;    /* 1x1, stride 1, unpadded, one group: output pixel i reads input pixel i */
 } conv_job;
 
 /* Output pixels t0 .. t0 + mr - 1 of the flattened n*p*q order: where their
@@ -296,13 +298,18 @@ typedef struct tile_geo {
     int mr;
     int64_t n[MR], ih[MR], iw[MR]; /* top-left input tap (may be in the padding) */
     int64_t y[MR];                 /* element of y[.][0] */
+    int64_t px[MR];                /* pointwise: the input pixel */
 } tile_geo;
 
 static void tile_geometry(const conv_job *j, int64_t t0, int mr, tile_geo *t) {
     const tsr_conv2d_desc *d = j->d;
+    t->mr = mr;
+    if (j->pointwise) { /* only y is read: the input pixel is the output pixel */
+        for (int i = 0; i < MR; i++) t->px[i] = t0 + (i < mr ? i : mr - 1), t->y[i] = t->px[i] * d->k;
+        return;
+    }
     const int64_t PQ = j->P * j->Q;
     int64_t n = t0 / PQ, oh = t0 % PQ / j->Q, ow = t0 % j->Q;
-    t->mr = mr;
     for (int i = 0; i < MR; i++) {
         /* rows past mr repeat the last pixel: computed, never stored */
         t->n[i] = n, t->ih[i] = oh * d->stride_h - d->pad_top, t->iw[i] = ow * d->stride_w - d->pad_left;
@@ -341,7 +348,11 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
     vf acc[MR][NV];
     ukr_zero(acc);
     const float *rows[MR];
-    for (int64_t r = 0; r < R; r++) {
+    if (j->pointwise) { /* a GEMM tile: no taps to place, no padding to clip */
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, t->px[i] * C, bf);
+        tile_fma(C, rows, wpan, ld, bf, acc);
+    } else for (int64_t r = 0; r < R; r++) {
         bool any = false, whole = fuse_s;
         int64_t xrow[MR];
         bool rvalid[MR];
@@ -379,7 +390,7 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
                 if (v * VL >= nk) break;
                 const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
                 const int64_t k = kc0 + v * VL, yi = t->y[i] + k;
-                vf_store_n((float *)j->y + yi, ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n), n);
+                ukr_store_n(j->y, d->y_dtype, yi, ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n), n);
             }
         }
         return;
@@ -471,7 +482,10 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .x_dtype = xf || bf ? TSR_F32 : d->x_dtype, .bf = bf,
                   .wp = in_place || packed ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
                   .y = cp->y, .epi = &d->epilogue,
-                  .plain = d->y_dtype == TSR_F32 && ukr_epilogue_is_plain(&d->epilogue)};
+                  .plain = (d->y_dtype == TSR_F32 || (VL == 16 && d->y_dtype == TSR_BF16)) &&
+                           ukr_epilogue_is_plain(&d->epilogue),
+                  .pointwise = d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 && d->groups == 1 &&
+                               !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};
     if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
     j.stream_y = dw && vf_streams(d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype));
     j.prefetch_x = dw && xn * (int64_t)tsr_dtype_size(d->x_dtype) > (4 << 20);

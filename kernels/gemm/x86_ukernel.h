@@ -85,7 +85,8 @@ static inline __attribute__((always_inline)) vf ukr_epilogue(const tsr_epilogue 
     return r;
 }
 
-/* Whether e is bias, residual and relu steps only, on f32 data: what
+/* Whether e is bias, residual and relu steps only, on f32 data (or bf16
+ * with AVX-512, whose masked 16-bit loads need no call): what
  * ukr_epilogue_plain applies without a single call. Any call in a tile's
  * store loop (an exp, a dtype conversion) makes the compiler keep the whole
  * tile of accumulators on the stack, since every vector register is
@@ -94,10 +95,48 @@ static inline bool ukr_epilogue_is_plain(const tsr_epilogue *e) {
     for (int s = 0; s < e->num_steps; s++) {
         const tsr_epilogue_step *st = &e->steps[s];
         if (st->op == TSR_EPI_ACTIVATION ? st->activation != TSR_ACT_RELU && st->activation != TSR_ACT_NONE
-                                         : st->dtype != TSR_F32)
+                                         : st->dtype != TSR_F32 && (VL != 16 || st->dtype != TSR_BF16))
             return false;
     }
     return true;
+}
+
+/* Element i of p, f32 or bf16, inline. */
+static inline __attribute__((always_inline)) float ukr_load_1(const void *p, tsr_dtype t, int64_t i) {
+    if (t == TSR_F32) return ((const float *)p)[i];
+    const uint32_t u = (uint32_t)((const uint16_t *)p)[i] << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* n (1..VL) values at element i of p, f32 or (VL 16 only) bf16, inline. */
+static inline __attribute__((always_inline)) vf ukr_load_n(const void *p, tsr_dtype t, int64_t i, int n) {
+#if VL == 16
+    if (t == TSR_BF16) {
+        const uint16_t *h = (const uint16_t *)p + i;
+        const __m256i raw = n >= VL ? _mm256_loadu_si256((const __m256i *)h)
+                                    : _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1), h);
+        return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
+    }
+#endif
+    (void)t;
+    return n >= VL ? vf_load((const float *)p + i) : vf_load_n((const float *)p + i, n);
+}
+
+/* The first n (1..VL) lanes of v into element i of p, f32 or (VL 16 only)
+ * bf16 rounded to nearest even, inline. */
+static inline __attribute__((always_inline)) void ukr_store_n(void *p, tsr_dtype t, int64_t i, vf v, int n) {
+#if VL == 16
+    if (t == TSR_BF16) {
+        if (n >= VL) _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), vf_bf16_from_16(v));
+        else _mm256_mask_storeu_epi16((uint16_t *)p + i, (__mmask16)((1u << n) - 1), vf_bf16_from_16(v));
+        return;
+    }
+#endif
+    (void)t;
+    if (n >= VL) vf_store((float *)p + i, v);
+    else vf_store_n((float *)p + i, v, n);
 }
 
 /* ukr_epilogue for an e that ukr_epilogue_is_plain accepts. */
@@ -106,11 +145,10 @@ static inline __attribute__((always_inline)) vf ukr_epilogue_plain(const tsr_epi
                                                                    int64_t col, int n) {
     for (int s = 0; s < e->num_steps; s++) {
         const tsr_epilogue_step *st = &e->steps[s];
-        const float *data = (const float *)st->data;
         if (st->op == TSR_EPI_BIAS)
-            r = vf_add(r, bias_bcast ? vf_set1(data[bias_i]) : vf_load_n(data + bias_i, n));
+            r = vf_add(r, bias_bcast ? vf_set1(ukr_load_1(st->data, st->dtype, bias_i)) : ukr_load_n(st->data, st->dtype, bias_i, n));
         else if (st->op == TSR_EPI_RESIDUAL)
-            r = vf_fma(vf_set1(st->scale), vf_load_n(data + b * st->batch_stride + row * st->ld + col, n), r);
+            r = vf_fma(vf_set1(st->scale), ukr_load_n(st->data, st->dtype, b * st->batch_stride + row * st->ld + col, n), r);
         else if (st->activation == TSR_ACT_RELU)
             r = vf_relu(r);
     }
