@@ -138,6 +138,11 @@ static const conv_case cases[] = {
      * residual (35 pixels, 45 channels: ragged tiles and panels) */
     {2, 18, 5, 7, 45, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
     {1, 34, 3, 3, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
+    /* bf16 with odd channels in one group: a zero channel padded in for
+     * the pairs (a 3-channel 7x7 stride-2 stem, an OIHW 5x3, a 1x1) */
+    {2, 3, 23, 21, 36, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 7, 9, 8, 17, 5, 3, 1, 2, 2, 1, 0, 2, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS, 0},
+    {1, 5, 4, 5, 37, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
 };
 
 START_TEST(shapes_schedules_threads) {

@@ -204,6 +204,15 @@ static bool use_bf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
 #endif
 }
 
+/* bf16 with an odd channel count in one group (the 3-channel stem): one
+ * zero channel, added to copies of x and the filter, makes the pairs that
+ * vdpbf16ps takes; f32 scratch would run at half its rate. */
+static bool pads_channel(const tsr_context *ctx, const tsr_conv2d_desc *d) {
+    tsr_conv2d_desc even = *d;
+    even.c = d->c + 1;
+    return d->groups == 1 && d->c % 2 == 1 && d->filter_format != TSR_FILTER_PACKED && use_bf16(ctx, &even);
+}
+
 /* ---------------------------------------------------------------- reorders */
 
 /* NCHW <-> NHWC for n images of c channels and hw pixels, elements of es
@@ -463,10 +472,42 @@ static tsr_status gemm_run(tsr_context *ctx, const tsr_conv2d_problem *cp) {
     return tsr_gemm(ctx, &g, cp->x, cp->w, cp->y);
 }
 
+static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const tsr_schedule *s);
+
+/* pads_channel's problem: x as n*h*w pixels of c + 1 bf16 channels, the
+ * filter as OHWI of c + 1, the last channel zero in both. */
+static tsr_status padded_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const tsr_schedule *s) {
+    const tsr_conv2d_desc *d = &cp->d;
+    const int64_t C = d->c, C1 = C + 1, pixels = d->n * d->h * d->w, taps = d->k * d->r * d->s;
+    const size_t bytes = (size_t)((pixels + taps) * C1) * 2;
+    uint16_t *x1 = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!x1) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the channel-padded copy of x", CONV_ARCH);
+    uint16_t *w1 = x1 + pixels * C1;
+    const uint16_t *x = cp->x, *w = cp->w;
+    const int nt = tsr_threads_for(ctx, (double)pixels * (double)C1, 1e5);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (int64_t px = 0; px < pixels; px++) {
+        memcpy(x1 + px * C1, x + px * C, (size_t)C * 2);
+        x1[px * C1 + C] = 0;
+    }
+    for (int64_t t = 0; t < taps; t++) { /* t = (k, r, s) */
+        const int64_t k = t / (d->r * d->s), r = t / d->s % d->r, sc = t % d->s;
+        for (int64_t c = 0; c < C; c++)
+            w1[t * C1 + c] = w[tsr_filter_offset(d->filter_format, k, c, r, sc, d->k, C, d->r, d->s)];
+        w1[t * C1 + C] = 0;
+    }
+    tsr_conv2d_problem even = *cp;
+    even.d.c = C1, even.d.filter_format = TSR_FILTER_OHWI, even.x = x1, even.w = w1;
+    const tsr_status st = nhwc_run(ctx, &even, s);
+    free(x1);
+    return st;
+}
+
 /* An NHWC problem (x of any float dtype). */
 static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const tsr_schedule *s) {
     const tsr_conv2d_desc *d = &cp->d;
     if (s->v[KNOB_ALGO] == ALGO_GEMM && is_1x1_gemm(cp)) return gemm_run(ctx, cp);
+    if (s->v[KNOB_ALGO] == ALGO_DIRECT && !cp->packed && pads_channel(ctx, d)) return padded_run(ctx, cp, s);
     const bool dw = s->v[KNOB_ALGO] == ALGO_DEPTHWISE && is_depthwise(d);
     const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
     const tsr_packed_filter *packed = cp->packed; /* direct panels: never depthwise */
@@ -562,6 +603,10 @@ static void conv_pack_filter(tsr_context *ctx, const tsr_problem *p, tsr_packed_
         return;
     }
     if (s.v[KNOB_ALGO] == ALGO_DEPTHWISE) return;
+    if (pads_channel(ctx, d)) { /* padded per call, as its copy of x is */
+        h->format = TSR_FILTER_OHWI;
+        return;
+    }
     const bool bf = use_bf16(ctx, d);
     h->layout = bf ? TSR_PACKED_PAIR_PANELS : TSR_PACKED_PANELS, h->nr = NR;
     h->payload_bytes = d->groups * panels_of(d) * d->r * d->s * (d->c / d->groups) * NR * (bf ? 2 : 4);
