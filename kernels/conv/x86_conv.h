@@ -12,9 +12,11 @@
  *    itself: no im2col, no padded copy. A tap that falls into the padding
  *    points at a row of zeros; where every pixel of the tile sees a whole
  *    filter row and groups == 1 with dilation_w 1, the S taps of that row are
- *    one contiguous run of S*C values and one micro-kernel call.
- *  - 1x1-GEMM: a 1x1, stride 1, unpadded NHWC convolution is the GEMM
- *    [n*h*w, c] x [c, k]; it is handed to tsr_gemm with the epilogue.
+ *    one contiguous run of S*C values and one micro-kernel call. A 1x1,
+ *    stride 1, unpadded, one-group convolution takes pointwise tiles: the
+ *    rows of MR consecutive pixels, nothing to place or clip.
+ *  - 1x1-GEMM (a tuner's choice): the same 1x1 as the GEMM
+ *    [n*h*w, c] x [c, k], handed to tsr_gemm with the epilogue.
  *  - depthwise (groups == c == k): vectorised over channels (contiguous in
  *    NHWC), MR output pixels along the width by NR channels in registers.
  * Grouped convolutions run the direct kernel per group. NCHW inputs are
@@ -97,12 +99,11 @@ static void conv_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     const tsr_conv2d_desc *d = &cp->d;
     const int64_t Cg = d->c / d->groups, panels = panels_of(d);
     const int64_t pixels = d->n * cp->p * cp->q, tiles = (pixels + MR - 1) / MR;
-    /* 1x1, stride 1: the GEMM's bigger tiles win (ResNet-50's on Zen 4,
-     * best of many calls: 2 threads 1.00-1.08x the direct kernel on the
-     * 56x56 layers, up to 1.09x on one) */
-    const bool gemm = is_1x1_gemm(cp);
+    /* 1x1, stride 1 stays on the direct kernel's pointwise tiles: on Zen 4
+     * (2 threads, f32, best of many) they beat handing it to the GEMM on
+     * all nine of ResNet-50's, by 3-20%; the GEMM stays a tuner choice */
     const bool packed = d->filter_format == TSR_FILTER_PACKED; /* in direct panels */
-    s->v[KNOB_ALGO] = packed ? ALGO_DIRECT : is_depthwise(d) ? ALGO_DEPTHWISE : gemm ? ALGO_GEMM : ALGO_DIRECT;
+    s->v[KNOB_ALGO] = !packed && is_depthwise(d) ? ALGO_DEPTHWISE : ALGO_DIRECT;
     /* Enough panels per item that a tile's input rows are reused, few
      * enough that their weights stay in L2 (~256 KiB of f32 panels). */
     const int64_t panel_bytes = d->r * d->s * Cg * NR * 4;
@@ -307,16 +308,11 @@ typedef struct tile_geo {
     int mr;
     int64_t n[MR], ih[MR], iw[MR]; /* top-left input tap (may be in the padding) */
     int64_t y[MR];                 /* element of y[.][0] */
-    int64_t px[MR];                /* pointwise: the input pixel */
 } tile_geo;
 
 static void tile_geometry(const conv_job *j, int64_t t0, int mr, tile_geo *t) {
     const tsr_conv2d_desc *d = j->d;
     t->mr = mr;
-    if (j->pointwise) { /* only y is read: the input pixel is the output pixel */
-        for (int i = 0; i < MR; i++) t->px[i] = t0 + (i < mr ? i : mr - 1), t->y[i] = t->px[i] * d->k;
-        return;
-    }
     const int64_t PQ = j->P * j->Q;
     int64_t n = t0 / PQ, oh = t0 % PQ / j->Q, ow = t0 % j->Q;
     for (int i = 0; i < MR; i++) {
@@ -346,6 +342,34 @@ static inline __attribute__((always_inline)) void tile_fma(int64_t kc, const flo
     ukr_fma(kc, rows, 1, bp, ld, acc);
 }
 
+/* The tile's first mr pixels (outputs at elements y[i] of y) by nk of its
+ * channels from output channel kc0: the epilogue, then the only store. */
+static inline __attribute__((always_inline)) void tile_store(const conv_job *j, vf acc[MR][NV], const int64_t y[MR],
+                                                              int mr, int64_t kc0, int64_t nk) {
+    const tsr_conv2d_desc *d = j->d;
+    if (j->plain) { /* unrolled and call-free: acc indexed by constants stays in registers */
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) {
+            if (i >= mr) break;
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                if (v * VL >= nk) break;
+                const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
+                const int64_t k = kc0 + v * VL, yi = y[i] + k;
+                ukr_store_n(j->y, d->y_dtype, yi, ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n), n);
+            }
+        }
+        return;
+    }
+    for (int i = 0; i < mr; i++)
+        for (int v = 0; v < NV && v * VL < nk; v++) {
+            const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
+            const int64_t k = kc0 + v * VL, yi = y[i] + k;
+            vf r = ukr_epilogue(j->epi, acc[i][v], k, false, 0, 0, yi, n);
+            vf_store_n_dtype(j->y, d->y_dtype, yi, r, n);
+        }
+}
+
 static inline __attribute__((always_inline)) void direct_tile(const conv_job *j, const tile_geo *t, int64_t g,
                                                                int64_t kp, const bool bf) {
     const tsr_conv2d_desc *d = j->d;
@@ -357,11 +381,7 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
     vf acc[MR][NV];
     ukr_zero(acc);
     const float *rows[MR];
-    if (j->pointwise) { /* a GEMM tile: no taps to place, no padding to clip */
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, t->px[i] * C, bf);
-        tile_fma(C, rows, wpan, ld, bf, acc);
-    } else for (int64_t r = 0; r < R; r++) {
+    for (int64_t r = 0; r < R; r++) {
         bool any = false, whole = fuse_s;
         int64_t xrow[MR];
         bool rvalid[MR];
@@ -389,28 +409,7 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
             if (hit) tile_fma(Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), ld, bf, acc);
         }
     }
-    const int64_t kc0 = g * Kg + kp * NR, nk = Kg - kp * NR < NR ? Kg - kp * NR : NR;
-    if (j->plain) { /* unrolled and call-free: acc indexed by constants stays in registers */
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
-            if (i >= t->mr) break;
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) {
-                if (v * VL >= nk) break;
-                const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
-                const int64_t k = kc0 + v * VL, yi = t->y[i] + k;
-                ukr_store_n(j->y, d->y_dtype, yi, ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n), n);
-            }
-        }
-        return;
-    }
-    for (int i = 0; i < t->mr; i++)
-        for (int v = 0; v < NV && v * VL < nk; v++) {
-            const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
-            const int64_t k = kc0 + v * VL, yi = t->y[i] + k;
-            vf r = ukr_epilogue(j->epi, acc[i][v], k, false, 0, 0, yi, n);
-            vf_store_n_dtype(j->y, d->y_dtype, yi, r, n);
-        }
+    tile_store(j, acc, t->y, t->mr, g * Kg + kp * NR, Kg - kp * NR < NR ? Kg - kp * NR : NR);
 }
 
 static void direct_tile_f32(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
@@ -423,6 +422,51 @@ static void direct_tile_bf16(const conv_job *j, const tile_geo *t, int64_t g, in
 }
 #else
 #define direct_tile_bf16 direct_tile_f32 /* never reached: bf is only set where CONV_BF16 is */
+#endif
+
+/* A 1x1, stride 1, unpadded, one-group convolution is a GEMM whose A rows
+ * are the input pixels: tile t by panel p inlined into its loops (no
+ * per-tile geometry, no call per tile; at 64 channels that overhead was a
+ * quarter of a bf16 tile's time). */
+static inline __attribute__((always_inline)) void pointwise_tile(const conv_job *j, int64_t t, int64_t p, const bool bf) {
+    const tsr_conv2d_desc *d = j->d;
+    const int64_t C = d->c, K = d->k, pixels = d->n * j->P * j->Q, t0 = t * MR;
+    const int mr = (int)(pixels - t0 < MR ? pixels - t0 : MR);
+    const float *rows[MR];
+    int64_t y[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) { /* rows past mr repeat the last pixel: computed, never stored */
+        const int64_t px = t0 + (i < mr ? i : mr - 1);
+        rows[i] = ELEM(j->x, px * C, bf), y[i] = px * K;
+    }
+    vf acc[MR][NV];
+    ukr_zero(acc);
+    tile_fma(C, rows, j->w_ld == NR ? ELEM(j->wp, p * C * NR, bf) : j->wp + p * NR, j->w_ld, bf, acc);
+    tile_store(j, acc, y, mr, p * NR, K - p * NR < NR ? K - p * NR : NR);
+}
+
+static inline __attribute__((always_inline)) void pointwise_items(const conv_job *j, int64_t t_lo, int64_t t_hi,
+                                                                   int64_t p_lo, int64_t p_hi, bool panels_outer,
+                                                                   const bool bf) {
+    if (panels_outer) {
+        for (int64_t p = p_lo; p < p_hi; p++)
+            for (int64_t t = t_lo; t < t_hi; t++) pointwise_tile(j, t, p, bf);
+    } else {
+        for (int64_t t = t_lo; t < t_hi; t++)
+            for (int64_t p = p_lo; p < p_hi; p++) pointwise_tile(j, t, p, bf);
+    }
+}
+
+static void pointwise_f32(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_t p_lo, int64_t p_hi, bool po) {
+    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false);
+}
+
+#ifdef CONV_BF16
+static void pointwise_bf16(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_t p_lo, int64_t p_hi, bool po) {
+    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, true);
+}
+#else
+#define pointwise_bf16 pointwise_f32
 #endif
 
 static void direct_run(const conv_job *j, const tsr_schedule *s) {
@@ -439,6 +483,10 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
         const int64_t tb = item / pblocks, pb = item % pblocks;
         const int64_t t_lo = tb * tiles / tblocks, t_hi = (tb + 1) * tiles / tblocks;
         const int64_t p_lo = pb * panels / pblocks, p_hi = (pb + 1) * panels / pblocks;
+        if (j->pointwise) {
+            (j->bf ? pointwise_bf16 : pointwise_f32)(j, t_lo, t_hi, p_lo, p_hi, s->v[KNOB_ORDER] == 1);
+            continue;
+        }
         tile_geo geo;
         void (*tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = j->bf ? direct_tile_bf16 : direct_tile_f32;
         if (s->v[KNOB_ORDER] == 0) {
