@@ -230,20 +230,23 @@ START_TEST(isa_gating) {
 }
 END_TEST
 
-/* Depthwise past the caches: x over 4 MiB (the next input rows
- * prefetched) and y over 16 MiB (stored past the caches), f32 and bf16,
+/* Past the caches: depthwise with x over 4 MiB (the next input rows
+ * prefetched), depthwise and direct (pointwise and 3x3, a ragged last
+ * panel) with y over 16 MiB (stored past the caches), f32 and bf16,
  * stride 1 and 2, on the default schedule only (the reference is slow). */
-START_TEST(depthwise_out_of_cache) {
+START_TEST(out_of_cache) {
     tsr_context *ctx = NULL, *ref = tt_ref_context();
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     const conv_case big[] = {
         {2, 160, 130, 128, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 160, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
         {2, 320, 132, 128, 320, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 320, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
         {1, 96, 220, 200, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 96, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES_INPLACE, 0},
+        {2, 24, 130, 128, 136, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
+        {1, 4, 130, 130, 520, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
     };
     int ran = 0;
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
-        const tsr_kernel *k = kernel_here(ctx, kernels[ki], "depthwise_out_of_cache");
+        const tsr_kernel *k = kernel_here(ctx, kernels[ki], "out_of_cache");
         if (!k) continue;
         for (size_t ci = 0; ci < sizeof big / sizeof big[0]; ci++) {
             tsr_schedule s;
@@ -371,7 +374,7 @@ int main(void) {
     tcase_add_test(tc, front_and_errors);
     tcase_add_test(tc, isa_gating);
     tcase_add_test(tc, packed_filters);
-    tcase_add_test(tc, depthwise_out_of_cache);
+    tcase_add_test(tc, out_of_cache);
     tcase_add_test(tc, packed_filter_errors);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

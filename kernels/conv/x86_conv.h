@@ -297,7 +297,7 @@ typedef struct conv_job {
     const tsr_epilogue *epi;
     bool plain;        /* f32 y (bf16 with AVX-512) and an epilogue ukr_epilogue_plain applies: tiles stored
                         * from registers */
-    bool stream_y;     /* y is larger than the caches: whole aligned lines stored past them (depthwise) */
+    bool stream_y;     /* y is larger than the caches: whole aligned vectors stored past them */
     bool prefetch_x;   /* x is out of L2: the next input rows are prefetched (depthwise) */
     bool pointwise;    /* 1x1, stride 1, unpadded, one group: output pixel i reads input pixel i */
 } conv_job;
@@ -356,7 +356,9 @@ static inline __attribute__((always_inline)) void tile_store(const conv_job *j, 
                 if (v * VL >= nk) break;
                 const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
                 const int64_t k = kc0 + v * VL, yi = y[i] + k;
-                ukr_store_n(j->y, d->y_dtype, yi, ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n), n);
+                const vf r = ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n);
+                if (j->stream_y && n == VL) vf_put_dtype(j->y, d->y_dtype, yi, r, true);
+                else ukr_store_n(j->y, d->y_dtype, yi, r, n);
             }
         }
         return;
@@ -478,7 +480,7 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
     /* pxb and ocb set how many blocks there are; the tiles and panels are
      * then shared evenly among them: 25 tiles in blocks of 16 and 9 had
      * one thread doing 16/25 of a 14x14 layer */
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int64_t item = 0; item < tblocks * pblocks; item++) {
         const int64_t tb = item / pblocks, pb = item % pblocks;
         const int64_t t_lo = tb * tiles / tblocks, t_hi = (tb + 1) * tiles / tblocks;
@@ -502,6 +504,9 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
                 }
         }
     }
+    /* streamed stores are weakly ordered: done before the region's barrier */
+    if (j->stream_y) _mm_sfence();
+#pragma omp barrier
 }
 
 #include "x86_depthwise.h"
@@ -576,7 +581,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .pointwise = d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 && d->groups == 1 &&
                                !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};
     if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
-    j.stream_y = dw && vf_streams(d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype));
+    j.stream_y = vf_streams(d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype));
     j.prefetch_x = dw && xn * (int64_t)tsr_dtype_size(d->x_dtype) > (4 << 20);
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
