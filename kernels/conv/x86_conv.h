@@ -585,8 +585,10 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     j.prefetch_x = dw && xn * (int64_t)tsr_dtype_size(d->x_dtype) > (4 << 20);
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
-     * its work as such, or a 14x14x384 layer stays on one thread */
-    const int nt = tsr_threads_for(ctx, dw ? 4 * flops : flops, 2e6);
+     * its work as such; a second thread pays from ~0.25 MFLOP (MobileNet-v2's
+     * 7x7x960 and stride-2 14x14 layers at batch 1, on Zen 4: 17 -> 12 and
+     * 13 -> 9 us, best of many) */
+    const int nt = tsr_threads_for(ctx, dw ? 16 * flops : flops, 2e6);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         if (xf) widen(cp->x, d->x_dtype, xf, xn);
