@@ -642,22 +642,19 @@ static tsr_status conv_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
 }
 
 /* Filters packed once (tsr_conv2d_pack_filter): the direct algorithm's
- * panels, exactly as it packs them per call. A 1x1 that goes to the GEMM
- * with many pixels takes a copy in HWIO, [c][k], the GEMM's B untransposed
- * (OHWI made it transpose B in every call); with few (7x7 at batch 1) the
- * GEMM's own per-call packing of B would stay, and the direct kernel on
- * panels is as fast. Depthwise: a copy as given (its own per-call
- * repacking is a few KiB). */
+ * panels, exactly as it packs them per call (1x1 layers included: their
+ * pointwise tiles beat the GEMM). Depthwise: a copy in HWIO, [r][s][c],
+ * the layout its kernel reads (f32 in place; per call, an OHWI filter's
+ * transposes cost 2 of the 9 us of a 14x14x576 stride-2 layer at batch 1). */
 static void conv_pack_filter(tsr_context *ctx, const tsr_problem *p, tsr_packed_filter *h, void *payload) {
     const tsr_conv2d_desc *d = &p->u.conv.d;
     tsr_schedule s;
     memset(&s, 0, sizeof s);
     conv_default(p, ctx, &s);
-    if (s.v[KNOB_ALGO] == ALGO_GEMM && d->n * p->u.conv.p * p->u.conv.q >= 128) {
+    if (s.v[KNOB_ALGO] == ALGO_DEPTHWISE) { /* HWIO: read in place (f32) or copied as it lies, never transposed */
         h->format = TSR_FILTER_HWIO;
         return;
     }
-    if (s.v[KNOB_ALGO] == ALGO_DEPTHWISE) return;
     if (pads_channel(ctx, d)) { /* padded per call, as its copy of x is */
         h->format = TSR_FILTER_OHWI;
         return;
