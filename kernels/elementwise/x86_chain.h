@@ -124,6 +124,7 @@ typedef struct chain_view {
     int64_t shape[TSR_MAX_DIMS];
     int64_t strides[2 + TSR_MAX_CHAIN_OPERANDS][TSR_MAX_DIMS];
     tsr_dtype dtype[2 + TSR_MAX_CHAIN_OPERANDS];
+    int esize[2 + TSR_MAX_CHAIN_OPERANDS]; /* bytes per element (no call per vector to find it) */
     const char *base[2 + TSR_MAX_CHAIN_OPERANDS];
     bool stream_y; /* y stored past the caches (vf_streams) */
 } chain_view;
@@ -154,7 +155,7 @@ static void view_of(const tsr_chain_problem *c, chain_view *v) {
         v->ndim = 1, v->shape[0] = 1;
         for (int k = 0; k < v->ntensors; k++) v->strides[k][0] = 1;
     }
-    for (int k = 0; k < v->ntensors; k++) v->dtype[k] = t[k]->dtype;
+    for (int k = 0; k < v->ntensors; k++) v->dtype[k] = t[k]->dtype, v->esize[k] = (int)tsr_dtype_size(t[k]->dtype);
 }
 
 static bool chain_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
@@ -202,7 +203,7 @@ static inline __attribute__((always_inline)) void run_vectors(const tsr_chain_de
      * (bf16 SwiGLU out of cache: 1.3 -> 0.8 ns per element) */
     for (int k = 1; k < v->ntensors; k++) {
         if (v->strides[k][in] != 1) continue;
-        const int es = (int)tsr_dtype_size(v->dtype[k]);
+        const int es = v->esize[k];
         /* an address, maybe past the tensor's end (a prefetch never faults) */
         const uintptr_t p = (uintptr_t)(v->base[k] + (off[k] + j) * es) + PREFETCH_BYTES;
         for (int l = 0; l < NV * VL * es; l += 64) _mm_prefetch((const char *)(p + (uintptr_t)l), _MM_HINT_T0);
