@@ -358,7 +358,7 @@ static inline __attribute__((always_inline)) void tile_store(const conv_job *j, 
                 const int64_t k = kc0 + v * VL, yi = y[i] + k;
                 const vf r = ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n);
                 if (j->stream_y && n == VL) vf_put_dtype(j->y, d->y_dtype, yi, r, true);
-                else ukr_store_n(j->y, d->y_dtype, yi, r, n);
+                else ukr_store_n(j->y, d->y_dtype, yi, r, n, j->bf);
             }
         }
         return;

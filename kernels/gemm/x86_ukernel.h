@@ -125,16 +125,25 @@ static inline __attribute__((always_inline)) vf ukr_load_n(const void *p, tsr_dt
 }
 
 /* The first n (1..VL) lanes of v into element i of p, f32 or (VL 16 only)
- * bf16 rounded to nearest even, inline. */
-static inline __attribute__((always_inline)) void ukr_store_n(void *p, tsr_dtype t, int64_t i, vf v, int n) {
+ * bf16 rounded to nearest even, inline. native: the CPU has AVX512_BF16
+ * and this file was built for it: vcvtneps2bf16, one instruction for the
+ * eight of the integer rounding (it flushes denormal inputs to zero). */
+static inline __attribute__((always_inline)) void ukr_store_n(void *p, tsr_dtype t, int64_t i, vf v, int n,
+                                                              bool native) {
 #if VL == 16
     if (t == TSR_BF16) {
-        if (n >= VL) _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), vf_bf16_from_16(v));
-        else _mm256_mask_storeu_epi16((uint16_t *)p + i, (__mmask16)((1u << n) - 1), vf_bf16_from_16(v));
+        __m256i h;
+#ifdef __AVX512BF16__
+        if (native) h = (__m256i)_mm512_cvtneps_pbh(v);
+        else
+#endif
+            h = vf_bf16_from_16(v);
+        if (n >= VL) _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
+        else _mm256_mask_storeu_epi16((uint16_t *)p + i, (__mmask16)((1u << n) - 1), h);
         return;
     }
 #endif
-    (void)t;
+    (void)t, (void)native;
     if (n >= VL) vf_store((float *)p + i, v);
     else vf_store_n((float *)p + i, v, n);
 }
