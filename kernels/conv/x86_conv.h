@@ -101,7 +101,7 @@ static void conv_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     const int64_t pixels = d->n * cp->p * cp->q, tiles = (pixels + MR - 1) / MR;
     /* 1x1, stride 1 stays on the direct kernel's pointwise tiles: on Zen 4
      * (2 threads, f32, best of many) they beat handing it to the GEMM on
-     * all nine of ResNet-50's, by 3-20%; the GEMM stays a tuner choice */
+     * all nine of ResNet-50's, by 2-20%; the GEMM stays a tuner choice */
     const bool packed = d->filter_format == TSR_FILTER_PACKED; /* in direct panels */
     s->v[KNOB_ALGO] = !packed && is_depthwise(d) ? ALGO_DEPTHWISE : ALGO_DIRECT;
     /* Enough panels per item that a tile's input rows are reused, few
