@@ -106,8 +106,6 @@ typedef struct tsr_gemm_problem {
     void *c;
 } tsr_gemm_problem;
 
-/* A conv2d after validation: p, q computed; epilogue residual is dense in
- * the output's format. */
 /* FNV-1a over n bytes, its basis xor seed (0 for the plain hash): the
  * checksums and keys of packed filters, tables and the OpenCL cache. */
 static inline uint64_t tsr_fnv1a(const void *data, size_t n, uint64_t seed) {
@@ -139,6 +137,8 @@ typedef struct tsr_packed_filter {
     uint64_t check;      /* FNV-1a of every byte above */
 } tsr_packed_filter;
 
+/* A conv2d after validation: p, q computed; epilogue residual is dense in
+ * the output's format. */
 typedef struct tsr_conv2d_problem {
     tsr_conv2d_desc d;
     int64_t p, q;
