@@ -6,12 +6,10 @@
 #include "../autotune/table.h"
 #include "internal.h"
 
-#define MAX_KERNELS_PER_OP 32
-
 const tsr_kernel *tsr_dispatch_select(const tsr_context *ctx, const tsr_problem *p, char *why,
                                       size_t why_len) {
-    const tsr_kernel *ks[MAX_KERNELS_PER_OP];
-    int n = tsr_registry_kernels(p->op, ctx->backend, ks, MAX_KERNELS_PER_OP);
+    int n;
+    const tsr_kernel *const *ks = tsr_registry_list(p->op, ctx->backend, &n);
     bool ref_only = (ctx->flags & TSR_CONTEXT_REFERENCE_ONLY) != 0;
     tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "no %s kernel for the %s backend",
             tsr_op_name(p->op), tsr_backend_name(ctx->backend));

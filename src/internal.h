@@ -223,9 +223,9 @@ typedef struct tsr_kernel {
  * (the references). */
 bool tsr_supports_any_cpu(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len);
 
-/* Kernels for op on backend, in priority order (best first, reference last).
- * Returns how many were written to out (at most max). */
-int tsr_registry_kernels(tsr_op op, tsr_backend backend, const tsr_kernel **out, int max);
+/* Kernels for op on backend, in priority order (best first, reference last):
+ * *n of them from the returned pointer. */
+const tsr_kernel *const *tsr_registry_list(tsr_op op, tsr_backend backend, int *n);
 const tsr_kernel *tsr_registry_find(const char *name);
 
 /* Picks the first kernel that supports p, takes its schedule (tuning table,
@@ -260,6 +260,13 @@ static inline bool tsr_is_float_dtype(tsr_dtype t) {
 static inline bool tsr_dtype_valid(tsr_dtype t) {
     return (unsigned)t <= (unsigned)TSR_I32;
 }
+
+/* 64-byte aligned scratch for a CPU kernel's call (NULL when out of
+ * memory), handed back with tsr_scratch_put. Blocks up to TSR_SCRATCH_KEEP
+ * bytes are kept per thread between calls, so small calls do not allocate. */
+#define TSR_SCRATCH_KEEP ((size_t)256 << 10)
+void *tsr_scratch_get(size_t bytes);
+void tsr_scratch_put(void *p);
 
 /* Threads for `work` units on ctx: waking a thread costs microseconds (far
  * more when its core is busy), so each woken one gets >= per_thread units. */

@@ -2,6 +2,7 @@
  * each op's meson.build declares, in priority order, so adding a kernel
  * touches only its op's directory. */
 #include <string.h>
+#include <threads.h>
 
 #include "internal.h"
 #include "kernel_list.h"
@@ -17,12 +18,31 @@ static const tsr_kernel *const all_kernels[] = {
 };
 
 #define NUM_KERNELS ((int)(sizeof all_kernels / sizeof all_kernels[0]))
+#define NUM_BACKENDS (TSR_BACKEND_OPENCL + 1)
 
-int tsr_registry_kernels(tsr_op op, tsr_backend backend, const tsr_kernel **out, int max) {
+/* all_kernels grouped by (op, backend), priority order kept: every call
+ * dispatches, and scanning the whole list was a tenth of a tiny GEMM. */
+static const tsr_kernel *grouped[NUM_KERNELS];
+static int group_start[TSR_OP_COUNT][NUM_BACKENDS], group_len[TSR_OP_COUNT][NUM_BACKENDS];
+static once_flag grouped_once = ONCE_FLAG_INIT;
+
+static void group_kernels(void) {
     int n = 0;
-    for (int i = 0; i < NUM_KERNELS && n < max; i++)
-        if (all_kernels[i]->op == op && all_kernels[i]->backend == backend) out[n++] = all_kernels[i];
-    return n;
+    for (int op = 0; op < TSR_OP_COUNT; op++)
+        for (int be = 0; be < NUM_BACKENDS; be++) {
+            group_start[op][be] = n;
+            for (int i = 0; i < NUM_KERNELS; i++)
+                if ((int)all_kernels[i]->op == op && (int)all_kernels[i]->backend == be) grouped[n++] = all_kernels[i];
+            group_len[op][be] = n - group_start[op][be];
+        }
+}
+
+const tsr_kernel *const *tsr_registry_list(tsr_op op, tsr_backend backend, int *n) {
+    *n = 0;
+    if ((unsigned)op >= TSR_OP_COUNT || (unsigned)backend >= NUM_BACKENDS) return grouped;
+    call_once(&grouped_once, group_kernels);
+    *n = group_len[op][backend];
+    return grouped + group_start[op][backend];
 }
 
 const tsr_kernel *tsr_registry_find(const char *name) {

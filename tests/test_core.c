@@ -6,6 +6,7 @@
 #include <string.h>
 #include <threads.h>
 
+#include "internal.h"
 #include "testutil.h"
 
 START_TEST(version_and_status) {
@@ -187,6 +188,53 @@ START_TEST(last_kernel_and_builders) {
 }
 END_TEST
 
+static int scratch_in_thread(void *arg) {
+    (void)arg;
+    char *p = tsr_scratch_get(4096); /* kept: the thread's exit must free it (LeakSanitizer checks) */
+    if (!p) return 1;
+    memset(p, 1, 4096);
+    tsr_scratch_put(p);
+    return 0;
+}
+
+START_TEST(scratch_blocks) {
+    char *p = tsr_scratch_get(1000);
+    ck_assert_ptr_nonnull(p);
+    ck_assert_uint_eq((uintptr_t)p % 64, 0);
+    memset(p, 1, 1024); /* rounded up to whole 64-byte lines */
+    char *q = tsr_scratch_get(1000); /* nested: its own block */
+    ck_assert(q && q != p && (uintptr_t)q % 64 == 0);
+    memset(q, 2, 1000);
+    ck_assert_int_eq(p[999], 1);
+    tsr_scratch_put(q);
+    tsr_scratch_put(p);
+    ck_assert_ptr_eq(tsr_scratch_get(500), p); /* the kept block again */
+    char *big = tsr_scratch_get(TSR_SCRATCH_KEEP + 1);
+    ck_assert(big && big != p);
+    memset(big, 3, TSR_SCRATCH_KEEP + 1);
+    tsr_scratch_put(big);
+    tsr_scratch_put(p);
+    thrd_t t;
+    int rc = -1;
+    ck_assert_int_eq(thrd_create(&t, scratch_in_thread, NULL), thrd_success);
+    ck_assert_int_eq(thrd_join(t, &rc), thrd_success);
+    ck_assert_int_eq(rc, 0);
+}
+END_TEST
+
+START_TEST(registry_lists) {
+    int n = -1;
+    const tsr_kernel *const *ks = tsr_registry_list(TSR_OP_GEMM, TSR_BACKEND_CPU, &n);
+    ck_assert_int_gt(n, 0);
+    for (int i = 0; i < n; i++) ck_assert(ks[i]->op == TSR_OP_GEMM && ks[i]->backend == TSR_BACKEND_CPU);
+    ck_assert_str_eq(ks[n - 1]->arch, "ref"); /* the reference last */
+    tsr_registry_list(TSR_OP_COUNT, TSR_BACKEND_CPU, &n);
+    ck_assert_int_eq(n, 0);
+    tsr_registry_list(TSR_OP_GEMM, (tsr_backend)99, &n);
+    ck_assert_int_eq(n, 0);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
@@ -197,6 +245,8 @@ int main(void) {
     tcase_add_test(tc, memory);
     tcase_add_test(tc, half_conversions);
     tcase_add_test(tc, last_kernel_and_builders);
+    tcase_add_test(tc, scratch_blocks);
+    tcase_add_test(tc, registry_lists);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

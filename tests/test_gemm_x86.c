@@ -124,6 +124,10 @@ START_TEST(blocks_schedules_threads) {
             {1, 77, 1001, 0, 1, 0, 3, TSR_BF16, 1, 0.5f, 1, 1},   /* decode x W^T: the bf16 dot path */
             {16, 41, 33, 0, 1, 0, 1, TSR_BF16, 2, 0, 3, 0},       /* M = 16 dot path, batch, k % 32 */
             {3, 1400, 50, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},    /* streamed rows: two passes of 1360 columns */
+            /* unpacked B: a last panel of whole vectors read in place (no
+             * packing, so no barriers), over K blocks, and batched in one team */
+            {37, 80, 300, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
+            {11, 64, 23, 0, 0, 1, 1, TSR_F32, 1, 0, 3, 0},
         };
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)

@@ -392,7 +392,9 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                     tile(j, kc4 / 4, ap + ir * MR * kc4, bp + (size_t)jr * bpanel, ic + ir * MR, mr, jc + jr * NR, nr,
                          pc == 0);
                 }
-                tsr_team_barrier(nth);
+                /* before the buffers are repacked; after the last block the
+                 * caller's barrier (or the team's end) does it */
+                if (ic + j->mc < M || pc + kcb < K || jc + ncb < N) tsr_team_barrier(nth);
             }
         }
     }
@@ -405,6 +407,32 @@ static void scale_only(const tsr_gemm_desc *d, int32_t *c) {
             int32_t *cp = c + i * d->ldc + n;
             *cp = wrapping_sum(d) ? (d->beta == 1.0f ? *cp : 0) : scaled(d, 0, *cp);
         }
+}
+
+/* Every matrix of the batch, by thread tid of a team of nth, with the
+ * shared buffer buf (abuf bytes of A panels, then B's). */
+static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, bool dot, int64_t mc, int64_t kc,
+                         int64_t nc, char *buf, size_t abuf, int tid, int nth) {
+    for (int64_t bt = 0; bt < d->batch; bt++) {
+        job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
+                 (int32_t *)g->c + bt * d->stride_c, mc, kc, nc, NULL, d->lda};
+        j.a_rows = j.a;
+        if (d->k == 0) {
+            if (tid == 0) scale_only(d, j.c);
+        } else if (dot) {
+            if (d->trans_a) {
+                for (int64_t i = tid; i < d->m; i += nth)
+                    for (int64_t p = 0; p < d->k; p++) buf[i * d->k + p] = (char)a_at(&j, i, p);
+                tsr_team_barrier(nth);
+                j.a_rows = (const int8_t *)buf, j.a_ld = d->k;
+            }
+            const int64_t lo = d->n * tid / nth, hi = d->n * (tid + 1) / nth;
+            dot_columns(&j, lo, hi);
+        } else {
+            gemm_one(&j, (uint8_t *)buf, (int8_t *)(buf + abuf), tid, nth);
+        }
+        if (bt + 1 < d->batch) tsr_team_barrier(nth); /* the last one: the team's end */
+    }
 }
 
 static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
@@ -421,33 +449,15 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 8e6);
     /* dot path: op(A) stored k x m is copied row-major once per matrix */
     const size_t bytes = dot ? (d->trans_a ? (size_t)(d->m * d->k) : 0) : abuf + bbuf;
-    char *buf = bytes ? aligned_alloc(64, (bytes + 63) / 64 * 64) : NULL;
+    char *buf = bytes ? tsr_scratch_get(bytes) : NULL;
     if (bytes && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        const int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        for (int64_t bt = 0; bt < d->batch; bt++) {
-            job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
-                     (int32_t *)g->c + bt * d->stride_c, mc, kc, nc, NULL, d->lda};
-            j.a_rows = j.a;
-            if (d->k == 0) {
-                if (tid == 0) scale_only(d, j.c);
-            } else if (dot) {
-                if (d->trans_a) {
-                    for (int64_t i = tid; i < d->m; i += nth)
-                        for (int64_t p = 0; p < d->k; p++) buf[i * d->k + p] = (char)a_at(&j, i, p);
-                    tsr_team_barrier(nth);
-                    j.a_rows = (const int8_t *)buf, j.a_ld = d->k;
-                }
-                const int64_t lo = d->n * tid / nth, hi = d->n * (tid + 1) / nth;
-                dot_columns(&j, lo, hi);
-            } else {
-                gemm_one(&j, (uint8_t *)buf, (int8_t *)(buf + abuf), tid, nth);
-            }
-            tsr_team_barrier(nth);
-        }
+    if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
+        run_matrices(d, g, dot, mc, kc, nc, buf, abuf, 0, 1);
+    } else {
+#pragma omp parallel num_threads(nt)
+        run_matrices(d, g, dot, mc, kc, nc, buf, abuf, omp_get_thread_num(), omp_get_num_threads());
     }
-    free(buf);
+    tsr_scratch_put(buf);
     return TSR_OK;
 }
 

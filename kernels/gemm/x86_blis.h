@@ -135,6 +135,16 @@ static bool blis_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
     return s->v[KNOB_PACK_B] || can_skip_pack_b(&p->u.gemm.d);
 }
 
+/* Flops that pay for a thread: a team costs ~1.2 us to fork and join on
+ * the Zen 4 VM. f32 on two threads gains 1.2x at 64^3, 1.4x at 96^3 and
+ * breaks even at 56^3; bf16 does twice the flops per instruction (two
+ * threads lose at 64^3, break even at 80^3). */
+#ifdef GEMM_BF16_DOT
+#define THREAD_MIN_FLOPS 5e5
+#else
+#define THREAD_MIN_FLOPS 2.5e5
+#endif
+
 /* A's element size and the elements in one packed 32-bit slot: a float,
  * or a bf16 k pair. */
 #ifdef GEMM_BF16_DOT
@@ -630,12 +640,17 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
         for (int64_t pc = 0; pc < K; pc += kcb) {
             int64_t kcur = K - pc < kcb ? K - pc : kcb;
             bool first = pc == 0, last = pc + kcur == K;
-            /* B panels: all of them packed, or only the ragged last one */
-            for (int64_t jr = npanels * tid / nth; jr < npanels * (tid + 1) / nth; jr++) {
+            /* a C that is only written and fits L1 gains nothing from the
+             * prefetch, which costs 32^3 f32 4% (2048^2 x 256: it gains 5%) */
+            const bool prefetch_c = !first || d->beta != 0.0f || M * N * es > (32 << 10);
+            /* B panels: all of them packed, or only a last one that ends
+             * inside a vector (one of whole vectors is read in place) */
+            const bool packs_b = j->pack_b || ncur % NR % VL;
+            for (int64_t jr = npanels * tid / nth; packs_b && jr < npanels * (tid + 1) / nth; jr++) {
                 int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
-                if (j->pack_b || nr < NR) pack_b(j, pc, kcur, jc + jr * NR, nr, bp + jr * NR * kcur);
+                if (j->pack_b || nr % VL) pack_b(j, pc, kcur, jc + jr * NR, nr, bp + jr * NR * kcur);
             }
-            tsr_team_barrier(nth);
+            if (packs_b) tsr_team_barrier(nth);
             for (int64_t ic = 0; ic < M; ic += j->mc) {
                 int64_t mcur = M - ic < j->mc ? M - ic : j->mc, mpanels = (mcur + MR - 1) / MR;
                 if (j->pack_a) {
@@ -654,8 +669,9 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                     int64_t jr = t / mpanels, ir = t % mpanels;
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
-                    tsr_prefetch_tile(j->cn + ((ic + ir * MR) * d->ldc + jc + jr * NR) * es, d->ldc * es, mr, nr * es);
-                    const bool packed = j->pack_b || nr < NR;
+                    if (prefetch_c)
+                        tsr_prefetch_tile(j->cn + ((ic + ir * MR) * d->ldc + jc + jr * NR) * es, d->ldc * es, mr, nr * es);
+                    const bool packed = j->pack_b || nr % VL;
                     const float *a = j->pack_a ? ap + ir * MR * kcur
                                                : (const float *)(j->a + ((ic + ir * MR) * d->lda + pc) * A_ELEM);
                     tile(j, kcur, a, j->pack_a ? A_WORD : d->lda, j->pack_a ? MR * A_WORD : A_WORD,
@@ -665,8 +681,9 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                 if (j->pack_a) tsr_team_barrier(nth); /* the next ic block repacks the shared A buffer */
             }
             /* A read in place: threads run on through the ic blocks and wait
-             * once, before the B buffer is repacked */
-            if (!j->pack_a) tsr_team_barrier(nth);
+             * once, before the B buffer is repacked (each owns its C tiles in
+             * every K block: the same split) */
+            if (!j->pack_a && packs_b) tsr_team_barrier(nth);
         }
     }
 }
@@ -702,16 +719,17 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t mc = ((d->m < base.mc ? d->m : base.mc) + MR - 1) / MR * MR;
     const size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc * kc);
     const bool per_matrix = s->v[KNOB_BATCH_PAR] && d->batch > 1;
-    const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 2e6);
+    const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch,
+                                   THREAD_MIN_FLOPS);
     const int nbuf = per_matrix ? nt : 1;
-    float *buf = aligned_alloc(64, ((abuf + bbuf) * sizeof(float) * (size_t)nbuf + 63) / 64 * 64);
+    float *buf = tsr_scratch_get((abuf + bbuf) * sizeof(float) * (size_t)nbuf);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "%s: no memory for packing buffers", GEMM_NAME);
     if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
         for (int64_t bt = 0; bt < d->batch; bt++) {
             job j = job_for(&base, bt);
             gemm_one(&j, buf, buf + abuf, 0, 1);
         }
-        free(buf);
+        tsr_scratch_put(buf);
         return TSR_OK;
     }
 #pragma omp parallel num_threads(nt)
@@ -731,7 +749,7 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
             }
         }
     }
-    free(buf);
+    tsr_scratch_put(buf);
     return TSR_OK;
 }
 
