@@ -556,6 +556,34 @@ static tsr_status padded_run(tsr_context *ctx, const tsr_conv2d_problem *cp, con
     return st;
 }
 
+/* One NHWC call's work, run by every thread of its team (or by the
+ * caller alone): x widened and the filter packed into buf where needed,
+ * then the tiles. */
+typedef struct nhwc_call {
+    const tsr_conv2d_problem *cp;
+    const tsr_schedule *s;
+    conv_job *j;
+    float *xf, *buf; /* widened x (or NULL); packed filter */
+    int64_t xn;
+    bool dw, in_place, packed;
+} nhwc_call;
+
+static void nhwc_work(const nhwc_call *c) {
+    const tsr_conv2d_desc *d = &c->cp->d;
+    if (c->xf) widen(c->cp->x, d->x_dtype, c->xf, c->xn);
+    if (c->dw) {
+        if (!c->in_place) pack_depthwise(d, c->cp->w, c->buf);
+    } else if (c->packed || c->in_place) { /* the filter is read as it is */
+    }
+#ifdef CONV_BF16
+    else if (c->j->bf) pack_filter_bf16(d, c->cp->w, (uint16_t *)c->buf);
+#endif
+    else pack_filter(d, c->cp->w, c->buf);
+#pragma omp barrier
+    if (c->dw) depthwise_run(c->j);
+    else direct_run(c->j, c->s);
+}
+
 /* An NHWC problem (x of any float dtype). */
 static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const tsr_schedule *s) {
     const tsr_conv2d_desc *d = &cp->d;
@@ -568,7 +596,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     const bool bf = packed ? packed->layout == TSR_PACKED_PAIR_PANELS : !dw && use_bf16(ctx, d);
     const int64_t wn = in_place || packed ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
-    float *buf = aligned_alloc(64, (size_t)((wn + zn + xs) * 4 + 63) / 64 * 64);
+    float *buf = tsr_scratch_get((size_t)(wn + zn + xs) * 4);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the packed filter", CONV_ARCH);
     float *zero = buf + wn, *xf = xs ? zero + zn : NULL;
     memset(zero, 0, sizeof(float) * (size_t)zn);
@@ -589,22 +617,14 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
      * 7x7x960 and stride-2 14x14 layers at batch 1, on Zen 4: 17 -> 12 and
      * 13 -> 9 us, best of many) */
     const int nt = tsr_threads_for(ctx, dw ? 16 * flops : flops, 2e6);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        if (xf) widen(cp->x, d->x_dtype, xf, xn);
-        if (dw) {
-            if (!in_place) pack_depthwise(d, cp->w, buf);
-        } else if (packed || in_place) { /* the filter is read as it is */
-        }
-#ifdef CONV_BF16
-        else if (bf) pack_filter_bf16(d, cp->w, (uint16_t *)buf);
-#endif
-        else pack_filter(d, cp->w, buf);
-#pragma omp barrier
-        if (dw) depthwise_run(&j);
-        else direct_run(&j, s);
+    const nhwc_call call = {cp, s, &j, xf, buf, xn, dw, in_place, packed != NULL};
+    if (nt == 1) { /* outside any parallel region: libgomp's if (false) one costs ~0.3 us */
+        nhwc_work(&call);
+    } else {
+#pragma omp parallel num_threads(nt)
+        nhwc_work(&call);
     }
-    free(buf);
+    tsr_scratch_put(buf);
     return TSR_OK;
 }
 
