@@ -165,6 +165,7 @@ typedef struct job {
     int64_t mc, kc, nc;
     bool pack_a, pack_b;
     bool plain_epilogue; /* ukr_epilogue_plain can run it: tiles still stored from registers */
+    bool prefetch_b;     /* B read in place is larger than L2: its rows are fetched ahead */
 } job;
 
 static inline float load_in(const void *p, tsr_dtype t, int64_t i) {
@@ -253,8 +254,9 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
  * last). B is always packed (ldb unused). */
 static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t kc, const float *restrict ap,
                                                                int64_t a_rs, int64_t a_step, int64_t mr,
-                                                               const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
-    (void)ldb;
+                                                               const float *restrict bp, int64_t ldb, bool prefetch_b,
+                                                               vf acc[MR][NV]) {
+    (void)ldb, (void)prefetch_b;
     const uint32_t *bw = (const uint32_t *)bp;
     const uint16_t *rows[MR];
     for (int i = 0; i < MR; i++) rows[i] = (const uint16_t *)ap + (i < mr ? i : mr - 1) * a_rs;
@@ -329,11 +331,12 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
  * the last one) * B (kc x nv * VL, rows ldb apart). */
 static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t kc, const float *restrict a,
                                                                int64_t a_rs, int64_t a_step, int64_t mr,
-                                                               const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
+                                                               const float *restrict bp, int64_t ldb, bool prefetch_b,
+                                                               vf acc[MR][NV]) {
     const float *rows[MR];
     for (int i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_rs;
     ukr_zero(acc);
-    ukr_fma_nv(nv, kc, rows, a_step, bp, ldb, acc);
+    ukr_fma_nv(nv, kc, rows, a_step, bp, ldb, prefetch_b, acc);
 }
 
 #endif /* GEMM_BF16_DOT */
@@ -403,7 +406,7 @@ static inline __attribute__((always_inline)) void tile_nv(const int nv, const jo
                                                           const float *restrict bp, int64_t ldb, int64_t i0,
                                                           int64_t mr, int64_t j0, int64_t nr, bool first, bool last) {
     vf acc[MR][NV];
-    micro_kernel(nv, kc, a, a_rs, a_step, mr, bp, ldb, acc);
+    micro_kernel(nv, kc, a, a_rs, a_step, mr, bp, ldb, ldb != NR && j->prefetch_b, acc);
     if (!store_tile_regs(j, acc, nv, i0, mr, j0, nr, first, last)) store_tile(j, acc, i0, mr, j0, nr, first, last);
 }
 
@@ -646,6 +649,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
             /* B panels: all of them packed, or only a last one that ends
              * inside a vector (one of whole vectors is read in place) */
             const bool packs_b = j->pack_b || ncur % NR % VL;
+            const bool done = jc + ncur == N && last && j->batch_index == d->batch - 1; /* nothing is packed after */
             for (int64_t jr = npanels * tid / nth; packs_b && jr < npanels * (tid + 1) / nth; jr++) {
                 int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                 if (j->pack_b || nr % VL) pack_b(j, pc, kcur, jc + jr * NR, nr, bp + jr * NR * kcur);
@@ -678,12 +682,14 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                          packed ? bp + jr * NR * kcur : (const float *)j->b + pc * d->ldb + jc + jr * NR,
                          packed ? NR : d->ldb, ic + ir * MR, mr, jc + jr * NR, nr, first, last);
                 }
-                if (j->pack_a) tsr_team_barrier(nth); /* the next ic block repacks the shared A buffer */
+                /* the next ic block repacks the shared A buffer; after the
+                 * last block of the last matrix the team's end waits */
+                if (j->pack_a && !(ic + mcur == M && done)) tsr_team_barrier(nth);
             }
             /* A read in place: threads run on through the ic blocks and wait
              * once, before the B buffer is repacked (each owns its C tiles in
              * every K block: the same split) */
-            if (!j->pack_a && packs_b) tsr_team_barrier(nth);
+            if (!j->pack_a && packs_b && !done) tsr_team_barrier(nth);
         }
     }
 }
@@ -709,6 +715,7 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
                 .plain_epilogue = ukr_epilogue_is_plain(&d->epilogue)};
     if (!base.pack_a && !can_skip_pack_a(d)) base.pack_a = true;
     if (!base.pack_b && !can_skip_pack_b(d)) base.pack_b = true;
+    base.prefetch_b = !base.pack_b && d->k * d->ldb * (int64_t)sizeof(float) > ((int64_t)1 << 20);
     if (d->c_dtype != TSR_F32 && d->k > base.kc) { /* a narrow C takes the sum once: one K block, */
         base.kc = d->k;                             /* B blocks of at most 8 Mi floats */
         const int64_t most = ((int64_t)8 << 20) / d->k / NR * NR;

@@ -23,10 +23,11 @@
 
 /* acc += A(MR x kc) * B(kc x nv * VL): nv (a constant after inlining, at
  * most NV) narrows the tile for the last column panel of a GEMM, so that a
- * ragged edge does not pay for NV vectors of FMAs. */
+ * ragged edge does not pay for NV vectors of FMAs. prefetch_b: B is read in
+ * place from beyond L2, and its rows are fetched ahead. */
 static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64_t kc, const float *const rows[MR],
                                                              int64_t step, const float *restrict bp, int64_t ldb,
-                                                             vf acc[MR][NV]) {
+                                                             bool prefetch_b, vf acc[MR][NV]) {
     const float *r[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) r[i] = rows[i];
@@ -35,8 +36,9 @@ static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64
         /* B read in place has rows pages apart: the hardware prefetcher
          * stops at page boundaries, so fetch rows ahead ourselves: every
          * line of them (the first line alone left 16x4096x4096 at ~65
-         * GFLOP/s against ~85). */
-        if (ldb != NR) {
+         * GFLOP/s against ~85). A B in cache gains nothing from them,
+         * and their addresses lie past its end (32^3: ~3% without). */
+        if (prefetch_b) {
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) {
                 _mm_prefetch((const char *)(bp + (p + UKR_PF_ROWS) * ldb + v * VL), _MM_HINT_T0);
@@ -57,7 +59,7 @@ static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64
 /* acc += A(MR x kc) * B(kc x NR). */
 static inline __attribute__((always_inline)) void ukr_fma(int64_t kc, const float *const rows[MR], int64_t step,
                                                           const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
-    ukr_fma_nv(NV, kc, rows, step, bp, ldb, acc);
+    ukr_fma_nv(NV, kc, rows, step, bp, ldb, ldb != NR, acc);
 }
 
 static inline void ukr_zero(vf acc[MR][NV]) {
