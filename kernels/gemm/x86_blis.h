@@ -407,7 +407,13 @@ static inline __attribute__((always_inline)) void tile_nv(const int nv, const jo
                                                           int64_t mr, int64_t j0, int64_t nr, bool first, bool last) {
     vf acc[MR][NV];
     micro_kernel(nv, kc, a, a_rs, a_step, mr, bp, ldb, ldb != NR && j->prefetch_b, acc);
-    if (!store_tile_regs(j, acc, nv, i0, mr, j0, nr, first, last)) store_tile(j, acc, i0, mr, j0, nr, first, last);
+    if (store_tile_regs(j, acc, nv, i0, mr, j0, nr, first, last)) return;
+    /* a copy for the general store: were acc's own address taken, every
+     * tile would keep its accumulators in memory (zeroed and spilled
+     * there), ~100 cycles a tile */
+    vf spill[MR][NV];
+    memcpy(spill, acc, sizeof spill);
+    store_tile(j, spill, i0, mr, j0, nr, first, last);
 }
 
 static void tile(const job *j, int64_t kc, const float *restrict a, int64_t a_rs, int64_t a_step,
@@ -669,8 +675,10 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                  * own L2) where round-robin tiles had both read every panel */
                 const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, VL, tid, nth),
                               t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, VL, tid + 1, nth);
-                for (int64_t t = t_lo; t < t_hi; t++) {
-                    int64_t jr = t / mpanels, ir = t % mpanels;
+                /* (jr, ir) stepped, not divided out of t: a division per tile
+                 * was a measurable part of a small GEMM's */
+                for (int64_t t = t_lo, jr = t_lo / mpanels, ir = t_lo % mpanels; t < t_hi;
+                     t++, ir = ir + 1 < mpanels ? ir + 1 : 0, jr += ir == 0) {
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     if (prefetch_c)
