@@ -282,7 +282,10 @@ static inline __attribute__((always_inline)) void tile_nv(const int nv, const jo
                                                           int64_t i0, int64_t mr, int64_t j0, int64_t nr, bool first) {
     __m512i acc[MR][NV];
     micro_kernel(nv, groups, ap, bp, acc);
-    if (!store_tile_regs(j, acc, nv, i0, mr, j0, nr, first)) store_tile(j, acc, i0, mr, j0, nr, first);
+    if (store_tile_regs(j, acc, nv, i0, mr, j0, nr, first)) return;
+    __m512i spill[MR][NV]; /* a copy: acc's own address would keep it in memory in every tile */
+    memcpy(spill, acc, sizeof spill);
+    store_tile(j, spill, i0, mr, j0, nr, first);
 }
 
 static void tile(const job *j, int64_t groups, const uint8_t *restrict ap, const int8_t *restrict bp, int64_t i0,
