@@ -449,7 +449,7 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t nc = ((d->n < s->v[KNOB_NC] ? d->n : s->v[KNOB_NC]) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < s->v[KNOB_MC] ? d->m : s->v[KNOB_MC]) + MR - 1) / MR * MR;
     const size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc / NR) * (size_t)(kc * NR + NR * 4);
-    const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 8e6);
+    const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 1e6);
     /* dot path: op(A) stored k x m is copied row-major once per matrix */
     const size_t bytes = dot ? (d->trans_a ? (size_t)(d->m * d->k) : 0) : abuf + bbuf;
     char *buf = bytes ? tsr_scratch_get(bytes) : NULL;
