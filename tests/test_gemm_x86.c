@@ -249,7 +249,9 @@ START_TEST(vnni_int8) {
         printf("SKIP gemm_x86: %s: %s\n", k->name, why);
         goto out;
     }
-    const tsr_schedule scheds[] = {{{48, 256, 1008, 0}}, {{96, 512, 2016, 0}}, {{192, 1024, 2016, 1}}, {{48, 256, 1008, 1}}};
+    /* mc, kc, nc, path (0 packed, 1 dot, 2 stream; an inapplicable path is skipped) */
+    const tsr_schedule scheds[] = {{{48, 256, 1008, 0}}, {{96, 512, 2016, 0}}, {{192, 1024, 2016, 1}},
+                                   {{48, 256, 1008, 1}}, {{48, 256, 1008, 2}}};
     const icase cases[] = {
         {1, 1, 1, 0, 0, 1, 0, 1, 0},
         {5, 17, 130, 0, 1, 1, 0, 1, 0},          /* k % 4 = 2, dot path */
@@ -266,6 +268,11 @@ START_TEST(vnni_int8) {
         {8, 48, 0, 0, 1, 3, 0.5f, 1, 0},         /* k == 0, beta rounded */
         {2, 3, 140000, 0, 1, 1, 0, 1, -128},     /* 16384 k overflows int32: wraps like the reference */
         {2, 3, 140000, 0, 0, 1, 1, 1, -128},
+        /* the stream path (M <= 4, row-major B): k % 4 = 2, a ragged group of 64 columns */
+        {4, 200, 130, 0, 0, 1, 0, 1, 0},
+        {3, 1100, 77, 1, 0, 1, 1, 3, 0},         /* A stored k x m, two column chunks, beta 1, batch */
+        {2, 65, 33, 0, 0, 0.5f, -2, 1, 0},       /* alpha/beta rounded */
+        {1, 2100, 9, 0, 0, 1, 0, 2, 127},        /* every byte 127: the a + 128 correction at its largest */
     };
     int ran = 0;
     for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)

@@ -8,14 +8,16 @@
  * the result is exact whenever the true sum fits in int32 and wraps as the
  * reference does otherwise.
  *
- * Two paths:
+ * Three paths:
  *  - packed (Goto loops jc > pc > ic, 8 x 48 micro-tiles: 24 zmm
  *    accumulators, B panels interleaved by 4 k per column, A panels by 4 k
  *    per row);
  *  - dot (M <= 16 with k-contiguous B, the x W^T decode shapes): rows of A
  *    against rows of B read in place, 64 k a step, so B streams through
  *    once without being packed; the column sums ride along as one more
- *    vpdpbusd per column.
+ *    vpdpbusd per column;
+ *  - stream (M <= 4 with row-major B): rows of B read once in place, four
+ *    of them interleaved in registers per step (no packed copy written).
  * alpha == 1 with beta 0 or 1 adds in wrapping int32 across K blocks; any
  * other alpha/beta needs the whole sum before rounding, so K is one block. */
 #include <immintrin.h>
@@ -34,15 +36,15 @@
 #define FEATURES (TSR_CPU_AVX512F | TSR_CPU_AVX512BW | TSR_CPU_AVX512VL | TSR_CPU_AVX512VNNI)
 
 enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PATH };
-enum { PATH_PACKED, PATH_DOT };
+enum { PATH_PACKED, PATH_DOT, PATH_STREAM };
 
 static const int mc_values[] = {48, 96, 192, 384};
 static const int kc_values[] = {256, 512, 1024, 2048};
 static const int nc_values[] = {1008, 2016, 4032};
-static const int path_values[] = {PATH_PACKED, PATH_DOT};
+static const int path_values[] = {PATH_PACKED, PATH_DOT, PATH_STREAM};
 
 static const tsr_knob vnni_knobs[] = {
-    {"mc", 4, mc_values}, {"kc", 4, kc_values}, {"nc", 3, nc_values}, {"path", 2, path_values}};
+    {"mc", 4, mc_values}, {"kc", 4, kc_values}, {"nc", 3, nc_values}, {"path", 3, path_values}};
 
 static bool vnni_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
@@ -62,6 +64,14 @@ static bool wrapping_sum(const tsr_gemm_desc *d) { return d->alpha == 1.0f && (d
 
 static bool dot_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_TRANS && d->m <= 16; }
 
+/* Rows of C the stream path takes at once, and the int32 sums its chunk
+ * of columns keeps in L1 (16 KiB: 4096 / M columns). At 8 and 16 rows
+ * the sums' loads and stores cost more than packing B saves (one core,
+ * 16x4096x4096: 94 GOP/s streamed, 170 packed). */
+enum { STREAM_ROWS = 4, STREAM_ACC = 4096 };
+
+static bool stream_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_NO_TRANS && d->m <= STREAM_ROWS; }
+
 static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     (void)ctx;
     const tsr_gemm_desc *d = &p->u.gemm.d;
@@ -72,13 +82,16 @@ static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     const bool skinny = d->m <= 16;
     s->v[KNOB_KC] = skinny ? 512 : 2048;
     s->v[KNOB_NC] = skinny ? 1008 : 2016;
-    s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : PATH_PACKED;
+    /* decode against row-major B: packing B would write as many bytes as
+     * the GEMM reads (one core, 1x4096x4096: 15 -> 45 GOP/s streamed) */
+    s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : stream_ok(d) ? PATH_STREAM : PATH_PACKED;
 }
 
 static bool vnni_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)ctx;
     if (s->v[KNOB_MC] % MR || s->v[KNOB_NC] % NR || s->v[KNOB_KC] % 64) return false;
-    return s->v[KNOB_PATH] == PATH_PACKED || dot_ok(&p->u.gemm.d);
+    const int path = s->v[KNOB_PATH];
+    return path == PATH_PACKED || (path == PATH_DOT ? dot_ok(&p->u.gemm.d) : stream_ok(&p->u.gemm.d));
 }
 
 /* acc += a . b on four bytes a lane. In asm because GCC 12 copies the
@@ -412,9 +425,72 @@ static void scale_only(const tsr_gemm_desc *d, int32_t *c) {
         }
 }
 
+/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major B: each
+ * row of B is read once, contiguously, and no byte of it is written. Four
+ * rows at a time are interleaved in registers to four k per column (the
+ * byte and word unpacks work within 128-bit lanes: dword 4L + e of vector
+ * q holds column 16L + 4q + e of its 64), then one vpdpbusd per vector and
+ * row of A adds them into int32 sums that stay in L1, with the column sums
+ * beside them for the a + 128 correction. */
+static void stream_columns(const job *j, int64_t jlo, int64_t jhi) {
+    const tsr_gemm_desc *d = j->d;
+    const int M = (int)d->m;
+    const int64_t K = d->k;
+    _Alignas(64) int32_t sums[STREAM_ACC], csum[STREAM_ACC];
+    const int64_t cols = STREAM_ACC / M / 64 * 64;
+    int32_t *acc[STREAM_ROWS];
+    for (int r = 0; r < M; r++) acc[r] = sums + r * cols;
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t c0 = jlo; c0 < jhi; c0 += cols) {
+        const int64_t nc = jhi - c0 < cols ? jhi - c0 : cols, nc64 = (nc + 63) / 64 * 64;
+        memset(csum, 0, sizeof(int32_t) * (size_t)nc64);
+        for (int r = 0; r < M; r++) memset(acc[r], 0, sizeof(int32_t) * (size_t)nc64);
+        for (int64_t p = 0; p < K; p += 4) {
+            const int kq = K - p < 4 ? (int)(K - p) : 4;
+            __m512i a4[STREAM_ROWS];
+            for (int r = 0; r < M; r++) { /* A(r, p..p+3) + 128, 0 past K */
+                uint32_t w = 0;
+                for (int q = 0; q < kq; q++) w |= (uint32_t)(uint8_t)(a_at(j, r, p + q) + 128) << (8 * q);
+                a4[r] = _mm512_set1_epi32((int32_t)w);
+            }
+            const int8_t *b0 = j->b + p * d->ldb + c0;
+            for (int64_t c = 0; c < nc; c += 64) {
+                const __mmask64 m = nc - c >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (nc - c)) - 1);
+                const __m512i z = _mm512_setzero_si512();
+                const __m512i r0 = _mm512_maskz_loadu_epi8(m, b0 + c);
+                const __m512i r1 = kq > 1 ? _mm512_maskz_loadu_epi8(m, b0 + d->ldb + c) : z;
+                const __m512i r2 = kq > 2 ? _mm512_maskz_loadu_epi8(m, b0 + 2 * d->ldb + c) : z;
+                const __m512i r3 = kq > 3 ? _mm512_maskz_loadu_epi8(m, b0 + 3 * d->ldb + c) : z;
+                const __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+                const __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+                const __m512i v[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
+                                      _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
+                for (int q = 0; q < 4; q++) {
+                    int32_t *s = csum + c + 16 * q;
+                    _mm512_store_si512(s, dpbusd(_mm512_load_si512(s), ones, v[q]));
+                }
+                for (int r = 0; r < M; r++)
+                    for (int q = 0; q < 4; q++) {
+                        int32_t *s = acc[r] + c + 16 * q;
+                        _mm512_store_si512(s, dpbusd(_mm512_load_si512(s), a4[r], v[q]));
+                    }
+            }
+        }
+        for (int r = 0; r < M; r++) {
+            int32_t *crow = j->c + r * d->ldc + c0;
+            for (int64_t c = 0; c < nc; c++) {
+                const int64_t blk = c / 64 * 64, e = c % 64, at = blk + (e % 16 / 4) * 16 + e / 16 * 4 + e % 4;
+                const int32_t sum = (int32_t)((uint32_t)acc[r][at] - 128u * (uint32_t)csum[at]);
+                crow[c] = wrapping_sum(d) ? (int32_t)((uint32_t)sum + (d->beta == 1.0f ? (uint32_t)crow[c] : 0u))
+                                          : scaled(d, sum, crow[c]);
+            }
+        }
+    }
+}
+
 /* Every matrix of the batch, by thread tid of a team of nth, with the
  * shared buffer buf (abuf bytes of A panels, then B's). */
-static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, bool dot, int64_t mc, int64_t kc,
+static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int path, int64_t mc, int64_t kc,
                          int64_t nc, char *buf, size_t abuf, int tid, int nth) {
     for (int64_t bt = 0; bt < d->batch; bt++) {
         job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
@@ -422,7 +498,7 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, bool
         j.a_rows = j.a;
         if (d->k == 0) {
             if (tid == 0) scale_only(d, j.c);
-        } else if (dot) {
+        } else if (path == PATH_DOT) {
             if (d->trans_a) {
                 for (int64_t i = tid; i < d->m; i += nth)
                     for (int64_t p = 0; p < d->k; p++) buf[i * d->k + p] = (char)a_at(&j, i, p);
@@ -431,6 +507,9 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, bool
             }
             const int64_t lo = d->n * tid / nth, hi = d->n * (tid + 1) / nth;
             dot_columns(&j, lo, hi);
+        } else if (path == PATH_STREAM) { /* contiguous ranges of whole 64-column groups per thread */
+            const int64_t groups = (d->n + 63) / 64, lo = groups * tid / nth * 64, hi = groups * (tid + 1) / nth * 64;
+            stream_columns(&j, lo, hi < d->n ? hi : d->n);
         } else {
             gemm_one(&j, (uint8_t *)buf, (int8_t *)(buf + abuf), tid, nth);
         }
@@ -441,7 +520,9 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, bool
 static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
-    const bool dot = s->v[KNOB_PATH] == PATH_DOT && dot_ok(d);
+    const int path = s->v[KNOB_PATH] == PATH_DOT && dot_ok(d)          ? PATH_DOT
+                     : s->v[KNOB_PATH] == PATH_STREAM && stream_ok(d) ? PATH_STREAM
+                                                                        : PATH_PACKED;
     int64_t kc = s->v[KNOB_KC];
     if (!wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
     kc = (kc + 3) / 4 * 4;
@@ -451,14 +532,16 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc / NR) * (size_t)(kc * NR + NR * 4);
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 1e6);
     /* dot path: op(A) stored k x m is copied row-major once per matrix */
-    const size_t bytes = dot ? (d->trans_a ? (size_t)(d->m * d->k) : 0) : abuf + bbuf;
+    const size_t bytes = path == PATH_DOT ? (d->trans_a ? (size_t)(d->m * d->k) : 0)
+                         : path == PATH_STREAM ? 0
+                                               : abuf + bbuf;
     char *buf = bytes ? tsr_scratch_get(bytes) : NULL;
     if (bytes && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");
     if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
-        run_matrices(d, g, dot, mc, kc, nc, buf, abuf, 0, 1);
+        run_matrices(d, g, path, mc, kc, nc, buf, abuf, 0, 1);
     } else {
 #pragma omp parallel num_threads(nt)
-        run_matrices(d, g, dot, mc, kc, nc, buf, abuf, omp_get_thread_num(), omp_get_num_threads());
+        run_matrices(d, g, path, mc, kc, nc, buf, abuf, omp_get_thread_num(), omp_get_num_threads());
     }
     tsr_scratch_put(buf);
     return TSR_OK;
