@@ -128,6 +128,11 @@ START_TEST(blocks_schedules_threads) {
              * packing, so no barriers), over K blocks, and batched in one team */
             {37, 80, 300, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
             {11, 64, 23, 0, 0, 1, 1, TSR_F32, 1, 0, 3, 0},
+            /* M <= 4 with row-major B and pack_b off: streamed rows (bf16: k
+             * pairs interleaved in registers), A stored k x m, odd K, a
+             * narrow C, a column tail */
+            {2, 70, 301, 1, 0, 0, 2, TSR_F32, 1, 0.5f, 2, 1},
+            {4, 1500, 64, 0, 0, 1, 3, TSR_F32, 2, 0, 1, 0},
         };
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)

@@ -83,10 +83,18 @@ static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
     return true;
 }
 
+/* Rows of C that stream_rows takes (row-major B read in place), and the
+ * f32 sums its chunk of columns keeps in L1. */
+enum { STREAM_ROWS = 4, STREAM_ACC = 4096 };
+
 /* Without packing, B (f32) is read in place: row-major B by the micro-kernel,
  * transposed B (rows of op(B)^T, the Llama weight layout) as dot products
- * with rows of A, which then must be f32 and untransposed too. */
+ * with rows of A, which then must be f32 and untransposed too. bf16 B is
+ * read in place by stream_rows only. */
 static bool can_skip_pack_b(const tsr_gemm_desc *d) {
+#ifdef GEMM_BF16_DOT
+    return d->trans_b == TSR_NO_TRANS && d->m <= STREAM_ROWS;
+#endif
     if (d->b_dtype != TSR_F32) return false;
     return d->trans_b == TSR_NO_TRANS || (d->a_dtype == TSR_F32 && d->trans_a == TSR_NO_TRANS);
 }
@@ -554,8 +562,64 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
                      DOT_COLS);
 }
 
-enum { STREAM_ROWS = 4, STREAM_ACC = 4096 };
-
+#ifdef GEMM_BF16_DOT
+/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major bf16 B:
+ * each row of B is read once, in place (a packed copy would write as many
+ * bytes as the GEMM reads). Two rows at a time are interleaved in
+ * registers to k pairs (the word unpacks work within 128-bit lanes: dword
+ * 4L + e of vector q holds column 8L + 4q + e of its 32), and one
+ * vdpbf16ps per vector and row of A adds them into f32 sums kept in L1. */
+static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
+    const tsr_gemm_problem *g = j->g;
+    const tsr_gemm_desc *d = &g->d;
+    const int M = (int)d->m;
+    const int64_t K = d->k, cols = STREAM_ACC / M / 32 * 32;
+    _Alignas(64) float sums[STREAM_ACC];
+    float *acc[STREAM_ROWS];
+    for (int r = 0; r < M; r++) acc[r] = sums + r * cols;
+    const uint16_t *B = (const uint16_t *)j->b;
+    for (int64_t c0 = jlo; c0 < jhi; c0 += cols) {
+        const int64_t nc = jhi - c0 < cols ? jhi - c0 : cols, nc32 = (nc + 31) / 32 * 32;
+        for (int r = 0; r < M; r++) memset(acc[r], 0, sizeof(float) * (size_t)nc32);
+        for (int64_t p = 0; p < K; p += 2) {
+            const bool pair = p + 1 < K;
+            __m512bh a2[STREAM_ROWS];
+            for (int r = 0; r < M; r++) { /* A(r, p) low, A(r, p + 1) high (0 past K) */
+                const int64_t idx = d->trans_a ? p * d->lda + r : r * d->lda + p;
+                const uint32_t w = bf16_at(j->a, idx) | (pair ? bf16_at(j->a, d->trans_a ? idx + d->lda : idx + 1) << 16 : 0u);
+                a2[r] = (__m512bh)_mm512_set1_epi32((int32_t)w);
+            }
+            const uint16_t *b0 = B + p * d->ldb + c0, *b1 = b0 + d->ldb;
+            for (int64_t c = 0; c < nc; c += 32) {
+                const __mmask32 m = nc - c >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (nc - c)) - 1);
+                const __m512i r0 = _mm512_maskz_loadu_epi16(m, b0 + c);
+                const __m512i r1 = pair ? _mm512_maskz_loadu_epi16(m, b1 + c) : _mm512_setzero_si512();
+                const __m512bh v[2] = {(__m512bh)_mm512_unpacklo_epi16(r0, r1), (__m512bh)_mm512_unpackhi_epi16(r0, r1)};
+                for (int r = 0; r < M; r++)
+                    for (int q = 0; q < 2; q++) {
+                        float *s = acc[r] + c + 16 * q;
+                        _mm512_store_ps(s, _mm512_dpbf16_ps(_mm512_load_ps(s), a2[r], v[q]));
+                    }
+            }
+        }
+        for (int r = 0; r < M; r++)
+            for (int64_t c = 0; c < nc; c += VL) {
+                const int n = (int)(nc - c < VL ? nc - c : VL);
+                _Alignas(64) float t[VL];
+                for (int e = 0; e < n; e++) { /* back to column order */
+                    const int64_t col = c + e, k = col % 32;
+                    t[e] = acc[r][col - k + (k % 8 / 4) * 16 + k / 8 * 4 + k % 4];
+                }
+                const int64_t ci = r * d->ldc + c0 + c, row = r, colg = c0 + c;
+                vf x = vf_mul(vf_set1(d->alpha), vf_load_n(t, n));
+                if (d->beta != 0.0f) x = vf_fma(vf_set1(d->beta), vf_load_n_dtype(j->cn, d->c_dtype, ci, n), x);
+                x = ukr_epilogue(&d->epilogue, x, g->bias_along_m ? row : colg, g->bias_along_m, j->batch_index, row,
+                                 colg, n);
+                vf_store_n_dtype(j->cn, d->c_dtype, ci, x, n);
+            }
+    }
+}
+#else
 /* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major f32 B: each
  * row of B is read once, contiguously (the hardware prefetcher follows),
  * into accumulators that stay in L1: 16 KiB of them, so one row gets 4096
@@ -616,6 +680,8 @@ static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
             }
     }
 }
+
+#endif /* GEMM_BF16_DOT */
 
 /* One matrix, by a team of nth threads (tid in it), with shared buffers
  * ap (MC x KC) and bp (KC x NC), both packed. */
