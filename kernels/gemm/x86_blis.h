@@ -741,10 +741,8 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                  * own L2) where round-robin tiles had both read every panel */
                 const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, VL, tid, nth),
                               t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, VL, tid + 1, nth);
-                /* (jr, ir) stepped, not divided out of t: a division per tile
-                 * was a measurable part of a small GEMM's */
-                for (int64_t t = t_lo, jr = t_lo / mpanels, ir = t_lo % mpanels; t < t_hi;
-                     t++, ir = ir + 1 < mpanels ? ir + 1 : 0, jr += ir == 0) {
+                for (int64_t t = t_lo; t < t_hi; t++) {
+                    int64_t jr = t / mpanels, ir = t % mpanels;
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     if (prefetch_c)
