@@ -295,8 +295,8 @@ typedef struct conv_job {
     const float *zero; /* max(c, 1) zeros */
     void *y;           /* NHWC, d->y_dtype */
     const tsr_epilogue *epi;
-    bool plain;        /* f32 y (bf16 with AVX-512) and an epilogue ukr_epilogue_plain applies: tiles stored
-                        * from registers */
+    bool plain;        /* f32 y (bf16 with AVX-512) and an epilogue ukr_epilogue_is_plain accepts: tiles
+                        * stored from registers by plain_store */
     bool stream_y;     /* y is larger than the caches: whole aligned vectors stored past them */
     bool prefetch_x;   /* x is out of L2: the next input rows are prefetched (depthwise) */
     bool pointwise;    /* 1x1, stride 1, unpadded, one group: output pixel i reads input pixel i */
@@ -359,30 +359,37 @@ static inline __attribute__((always_inline)) void tile_fma(int64_t kc, const flo
     ukr_fma(kc, rows, 1, bp, ld, acc);
 }
 
-/* A whole tile (MR pixels at elements y[i] of y, NR channels from output
- * channel kc0) under a plain epilogue, step by step: a step's kind and
- * dtype are tested once a tile, and a bias vector is loaded once for all
- * MR rows. Per vector, the steps' tests were a third of a 1x1 tile's
- * instructions at 64 input channels. */
-static inline __attribute__((always_inline)) void full_tile_store(const conv_job *j, vf acc[MR][NV],
-                                                                   const int64_t y[MR], int64_t kc0) {
+/* The first mr pixels (outputs at elements y[i] of y) by nk channels from
+ * output channel kc0 under a plain epilogue (bias, residual, relu), step by
+ * step: a step's kind and dtype tested once a tile, a bias vector loaded
+ * once for all rows (per vector, those tests were a third of a 1x1 tile's
+ * instructions at 64 input channels); then the only store. Unrolled and
+ * call-free, acc indexed by constants stays in registers. */
+static inline __attribute__((always_inline)) void plain_store(const conv_job *j, vf acc[MR][NV], const int64_t y[MR],
+                                                               const int mr, int64_t kc0, const int64_t nk) {
     const tsr_epilogue *e = j->epi;
     for (int s = 0; s < e->num_steps; s++) {
         const tsr_epilogue_step *st = &e->steps[s];
         if (st->op == TSR_EPI_BIAS) {
 #pragma GCC unroll 4
             for (int v = 0; v < NV; v++) {
-                const vf b = ukr_load_n(st->data, st->dtype, kc0 + v * VL, VL);
+                if (v * VL >= nk) break;
+                const vf b = ukr_load_n(st->data, st->dtype, kc0 + v * VL, (int)(nk - v * VL < VL ? nk - v * VL : VL));
 #pragma GCC unroll 16
-                for (int i = 0; i < MR; i++) acc[i][v] = vf_add(acc[i][v], b);
+                for (int i = 0; i < MR; i++) acc[i][v] = vf_add(acc[i][v], b); /* rows past mr: never stored */
             }
         } else if (st->op == TSR_EPI_RESIDUAL) {
             const vf scale = vf_set1(st->scale);
 #pragma GCC unroll 16
-            for (int i = 0; i < MR; i++)
+            for (int i = 0; i < MR; i++) {
+                if (i >= mr) break;
 #pragma GCC unroll 4
-                for (int v = 0; v < NV; v++)
-                    acc[i][v] = vf_fma(scale, ukr_load_n(st->data, st->dtype, y[i] + kc0 + v * VL, VL), acc[i][v]);
+                for (int v = 0; v < NV; v++) {
+                    if (v * VL >= nk) break;
+                    const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
+                    acc[i][v] = vf_fma(scale, ukr_load_n(st->data, st->dtype, y[i] + kc0 + v * VL, n), acc[i][v]);
+                }
+            }
         } else if (st->activation == TSR_ACT_RELU) {
 #pragma GCC unroll 16
             for (int i = 0; i < MR; i++)
@@ -391,21 +398,17 @@ static inline __attribute__((always_inline)) void full_tile_store(const conv_job
         }
     }
     const tsr_dtype t = j->d->y_dtype;
-    if (j->stream_y) {
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++)
+    for (int i = 0; i < MR; i++) {
+        if (i >= mr) break;
 #pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) vf_put_dtype(j->y, t, y[i] + kc0 + v * VL, acc[i][v], true);
-    } else if (t == TSR_F32) {
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) vf_store((float *)j->y + y[i] + kc0 + v * VL, acc[i][v]);
-    } else {
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) ukr_store_n(j->y, t, y[i] + kc0 + v * VL, acc[i][v], VL, j->bf);
+        for (int v = 0; v < NV; v++) {
+            if (v * VL >= nk) break;
+            const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
+            const int64_t yi = y[i] + kc0 + v * VL;
+            if (j->stream_y && n == VL) vf_put_dtype(j->y, t, yi, acc[i][v], true);
+            else ukr_store_n(j->y, t, yi, acc[i][v], n, j->bf);
+        }
     }
 }
 
@@ -414,24 +417,9 @@ static inline __attribute__((always_inline)) void full_tile_store(const conv_job
 static inline __attribute__((always_inline)) void tile_store(const conv_job *j, vf acc[MR][NV], const int64_t y[MR],
                                                               int mr, int64_t kc0, int64_t nk) {
     const tsr_conv2d_desc *d = j->d;
-    if (j->plain && mr == MR && nk == NR) { /* a whole tile: each step's branches once, not per vector */
-        full_tile_store(j, acc, y, kc0);
-        return;
-    }
-    if (j->plain) { /* unrolled and call-free: acc indexed by constants stays in registers */
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
-            if (i >= mr) break;
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) {
-                if (v * VL >= nk) break;
-                const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
-                const int64_t k = kc0 + v * VL, yi = y[i] + k;
-                const vf r = ukr_epilogue_plain(j->epi, acc[i][v], k, false, 0, 0, yi, n);
-                if (j->stream_y && n == VL) vf_put_dtype(j->y, d->y_dtype, yi, r, true);
-                else ukr_store_n(j->y, d->y_dtype, yi, r, n, j->bf);
-            }
-        }
+    if (j->plain) {
+        if (mr == MR && nk == NR) plain_store(j, acc, y, MR, kc0, NR); /* a whole tile: every bound a constant */
+        else plain_store(j, acc, y, mr, kc0, nk);
         return;
     }
     /* indexed by variables from a copy: indexed so itself, acc would live
@@ -691,9 +679,9 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     j.stream_y = vf_streams(d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype));
     for (int i = 0; i < d->epilogue.num_steps; i++) {
         const tsr_epilogue_step *st = &d->epilogue.steps[i];
+        if (st->op != TSR_EPI_RESIDUAL) continue;
         const int es = (int)tsr_dtype_size(st->dtype);
-        if (st->op == TSR_EPI_RESIDUAL && d->n * cp->p * cp->q * d->k * es > ((int64_t)1 << 20))
-            j.res = st->data, j.res_es = es;
+        if (d->n * cp->p * cp->q * d->k * es > ((int64_t)1 << 20)) j.res = st->data, j.res_es = es;
     }
     j.prefetch_x = dw && xn * (int64_t)tsr_dtype_size(d->x_dtype) > (4 << 20);
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);

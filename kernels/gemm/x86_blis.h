@@ -94,9 +94,10 @@ enum { STREAM_ROWS = 4, STREAM_ACC = 4096 };
 static bool can_skip_pack_b(const tsr_gemm_desc *d) {
 #ifdef GEMM_BF16_DOT
     return d->trans_b == TSR_NO_TRANS && d->m <= STREAM_ROWS;
-#endif
+#else
     if (d->b_dtype != TSR_F32) return false;
     return d->trans_b == TSR_NO_TRANS || (d->a_dtype == TSR_F32 && d->trans_a == TSR_NO_TRANS);
+#endif
 }
 
 /* Without packing, f32 row-major A is read in place: the micro-kernel
