@@ -273,11 +273,16 @@ START_TEST(vnni_int8) {
         {8, 48, 0, 0, 1, 3, 0.5f, 1, 0},         /* k == 0, beta rounded */
         {2, 3, 140000, 0, 1, 1, 0, 1, -128},     /* 16384 k overflows int32: wraps like the reference */
         {2, 3, 140000, 0, 0, 1, 1, 1, -128},
-        /* the stream path (M <= 4, row-major B): k % 4 = 2, a ragged group of 64 columns */
+        /* the stream path (M <= 16, row-major B): k % 4 = 2, a ragged group of 64 columns */
         {4, 200, 130, 0, 0, 1, 0, 1, 0},
-        {3, 1100, 77, 1, 0, 1, 1, 3, 0},         /* A stored k x m, two column chunks, beta 1, batch */
+        {3, 1100, 77, 1, 0, 1, 1, 3, 0},         /* A stored k x m, three 512-column chunks, beta 1, batch */
         {2, 65, 33, 0, 0, 0.5f, -2, 1, 0},       /* alpha/beta rounded */
-        {1, 2100, 9, 0, 0, 1, 0, 2, 127},        /* every byte 127: the a + 128 correction at its largest */
+        {1, 2100, 9, 0, 0, 1, 0, 2, 127},        /* every byte 127: the b + 128 correction at its largest */
+        {2, 4200, 70, 0, 0, 1, 1, 1, 0},         /* 2048-column chunks, a ragged third; two k blocks of 32 */
+        {16, 1100, 267, 0, 0, 1, 1, 2, 0},       /* 16 rows; k blocks of 64 and a last group of 3 rows */
+        {7, 1000, 130, 1, 0, 1, 0, 1, 0},        /* A stored k x m, an odd row count */
+        {16, 45, 5, 0, 0, 1, 0, 1, -128},       /* every byte -128: b + 128 = 0, all from the row sums */
+        {12, 77, 64, 0, 0, 3, 0.5f, 1, 0},       /* alpha/beta rounded at 12 rows */
     };
     int ran = 0;
     for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)

@@ -16,8 +16,11 @@
  *    against rows of B read in place, 64 k a step, so B streams through
  *    once without being packed; the column sums ride along as one more
  *    vpdpbusd per column;
- *  - stream (M <= 4 with row-major B): rows of B read once in place, four
- *    of them interleaved in registers per step (no packed copy written).
+ *  - stream (M <= 16 with row-major B): B read once in place, blocks of
+ *    it interleaved by 4 k per column into an L1 buffer and made unsigned
+ *    (b + 128), each vector then used by every row of A, broadcast from
+ *    memory, with the rows' sums in registers; the correction is -128
+ *    times each row's sum of A (no packed copy of B, no column sums).
  * alpha == 1 with beta 0 or 1 adds in wrapping int32 across K blocks; any
  * other alpha/beta needs the whole sum before rounding, so K is one block. */
 #include <immintrin.h>
@@ -64,11 +67,16 @@ static bool wrapping_sum(const tsr_gemm_desc *d) { return d->alpha == 1.0f && (d
 
 static bool dot_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_TRANS && d->m <= 16; }
 
-/* Rows of C the stream path takes at once, and the int32 sums its chunk
- * of columns keeps in L1 (16 KiB: 4096 / M columns). At 8 and 16 rows
- * the sums' loads and stores cost more than packing B saves (one core,
- * 16x4096x4096: 94 GOP/s streamed, 170 packed). */
-enum { STREAM_ROWS = 4, STREAM_ACC = 4096 };
+/* The stream path (M <= STREAM_ROWS, row-major B) interleaves blocks of
+ * kb rows by w columns of B (STREAM_BLOCK bytes, in L1 or close) and keeps
+ * M rows' int32 sums of w columns beside them. One or two rows are bound by
+ * memory and want long runs of each row (w 2048); more rows are bound by
+ * vpdpbusd and want each interleaved vector used over more k (kb 64).
+ * One core, 4096 x 4096 B: 1 row 41 -> 46 GOP/s with w 2048, 16 rows 225
+ * -> 277 with kb 64. */
+enum { STREAM_ROWS = 16, STREAM_BLOCK = 32768, STREAM_SUMS = STREAM_ROWS * (512 + 16) * 4 };
+
+static int64_t stream_width(int64_t m) { return m <= 2 ? 2048 : 512; }
 
 static bool stream_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_NO_TRANS && d->m <= STREAM_ROWS; }
 
@@ -82,8 +90,10 @@ static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     const bool skinny = d->m <= 16;
     s->v[KNOB_KC] = skinny ? 512 : 2048;
     s->v[KNOB_NC] = skinny ? 1008 : 2016;
-    /* decode against row-major B: packing B would write as many bytes as
-     * the GEMM reads (one core, 1x4096x4096: 15 -> 45 GOP/s streamed) */
+    /* few rows against row-major B: packing B would write as many bytes as
+     * the GEMM reads, and its segments of each row are too short for the
+     * hardware prefetcher (one core, 4096 x 4096 B, packed -> streamed:
+     * 1 row 15 -> 45 GOP/s, 8 rows 87 -> 214, 16 rows 154 -> 268) */
     s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : stream_ok(d) ? PATH_STREAM : PATH_PACKED;
 }
 
@@ -425,67 +435,160 @@ static void scale_only(const tsr_gemm_desc *d, int32_t *c) {
         }
 }
 
-/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major B: each
- * row of B is read once, contiguously, and no byte of it is written. Four
- * rows at a time are interleaved in registers to four k per column (the
- * byte and word unpacks work within 128-bit lanes: dword 4L + e of vector
- * q holds column 16L + 4q + e of its 64), then one vpdpbusd per vector and
- * row of A adds them into int32 sums that stay in L1, with the column sums
- * beside them for the a + 128 correction. */
-static void stream_columns(const job *j, int64_t jlo, int64_t jhi) {
+/* acc += b . a over four bytes a lane: b unsigned, a's four signed bytes
+ * broadcast from memory (no broadcast register per row of A). */
+static inline __m512i dpbusd_bcast(__m512i acc, __m512i b_u8, const uint8_t *a4) {
+    __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(b_u8), "m"(*(const int32_t *)(const void *)a4));
+    return acc;
+}
+
+/* kb rows of B from p0 (row-major, columns [c0, c0+w)) interleaved to four k per
+ * column and made unsigned (b + 128): vector v of group g at
+ * blk + (g * nv + v) * 64. The byte and word unpacks work within 128-bit
+ * lanes, so dword 4L + e of vector 4h + q holds column 64h + 16L + 4q + e.
+ * Rows past K read as zero (their A bytes are zero too); columns past w
+ * are never stored. */
+static void stream_interleave(const job *j, int64_t p0, int kb, int64_t c0, int64_t w, int nv, uint8_t *blk) {
+    const int64_t ldb = j->d->ldb;
+    const __m512i z = _mm512_setzero_si512(), bias = _mm512_set1_epi8((char)0x80);
+    for (int g = 0; g * 4 < kb; g++) {
+        const int8_t *b0 = j->b + (p0 + 4 * g) * ldb + c0;
+        const int rows = kb - 4 * g < 4 ? kb - 4 * g : 4;
+        for (int64_t h = 0; h * 64 < w; h++) {
+            const __mmask64 m = w - h * 64 >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (w - h * 64)) - 1);
+            const int8_t *src = b0 + h * 64;
+            const __m512i r0 = _mm512_maskz_loadu_epi8(m, src);
+            const __m512i r1 = rows > 1 ? _mm512_maskz_loadu_epi8(m, src + ldb) : z;
+            const __m512i r2 = rows > 2 ? _mm512_maskz_loadu_epi8(m, src + 2 * ldb) : z;
+            const __m512i r3 = rows > 3 ? _mm512_maskz_loadu_epi8(m, src + 3 * ldb) : z;
+            const __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
+            const __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
+            uint8_t *out = blk + ((int64_t)g * nv + h * 4) * 64;
+            _mm512_store_si512(out, _mm512_xor_si512(_mm512_unpacklo_epi16(lo01, lo23), bias));
+            _mm512_store_si512(out + 64, _mm512_xor_si512(_mm512_unpackhi_epi16(lo01, lo23), bias));
+            _mm512_store_si512(out + 128, _mm512_xor_si512(_mm512_unpacklo_epi16(hi01, hi23), bias));
+            _mm512_store_si512(out + 192, _mm512_xor_si512(_mm512_unpackhi_epi16(hi01, hi23), bias));
+        }
+    }
+}
+
+/* Vector v of an interleaved block into the R rows' sums (int32, in the
+ * block's column order, ls apart), which stay in registers over the
+ * block's groups. */
+static inline __attribute__((always_inline)) void stream_vector(const int R, int groups, int nv, int v,
+                                                                const uint8_t *blk, const uint8_t *a, int64_t lda,
+                                                                bool first, int32_t *sums, int64_t ls) {
+    __m512i acc[STREAM_ROWS];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) acc[r] = first ? _mm512_setzero_si512() : _mm512_load_si512(sums + r * ls + v * 16);
+    for (int g = 0; g < groups; g++) {
+        const __m512i b = _mm512_load_si512(blk + ((int64_t)g * nv + v) * 64);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) acc[r] = dpbusd_bcast(acc[r], b, a + r * lda + 4 * g);
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) _mm512_store_si512(sums + r * ls + v * 16, acc[r]);
+}
+
+static void stream_block(int R, int groups, int nv, const uint8_t *blk, const uint8_t *a, int64_t lda, bool first,
+                         int32_t *sums, int64_t ls) {
+#define STREAM_CASE(n)                                                                                     \
+    case n:                                                                                                \
+        for (int v = 0; v < nv; v++) stream_vector(n, groups, nv, v, blk, a, lda, first, sums, ls);       \
+        break;
+    switch (R) {
+        STREAM_CASE(1) STREAM_CASE(2) STREAM_CASE(3) STREAM_CASE(4) STREAM_CASE(5) STREAM_CASE(6)
+        STREAM_CASE(7) STREAM_CASE(8) STREAM_CASE(9) STREAM_CASE(10) STREAM_CASE(11) STREAM_CASE(12)
+        STREAM_CASE(13) STREAM_CASE(14) STREAM_CASE(15) STREAM_CASE(16)
+    }
+#undef STREAM_CASE
+}
+
+/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major B, A given
+ * row-major as signed bytes with K padded to a multiple of 4 by zeros
+ * (a_rows, a_ld) and -128 times each row's sum (negsum); area: this
+ * thread's STREAM_BLOCK + STREAM_SUMS bytes. B is read once, in place:
+ * each block of kb rows by w columns is interleaved (the next one fetched
+ * into L2 meanwhile: each row's segment starts a new page, where the
+ * hardware prefetcher stops), then each vector of it adds into the M rows'
+ * sums, held in registers over the block's k; sums of (b + 128) a -
+ * 128 sum a = sum a b, wrapping. */
+static void stream_columns(const job *j, const int32_t *negsum, int64_t jlo, int64_t jhi, char *area) {
     const tsr_gemm_desc *d = j->d;
     const int M = (int)d->m;
-    const int64_t K = d->k;
-    _Alignas(64) int32_t sums[STREAM_ACC], csum[STREAM_ACC];
-    const int64_t cols = STREAM_ACC / M / 64 * 64;
-    int32_t *acc[STREAM_ROWS];
-    for (int r = 0; r < M; r++) acc[r] = sums + r * cols;
-    const __m512i ones = _mm512_set1_epi8(1);
-    for (int64_t c0 = jlo; c0 < jhi; c0 += cols) {
-        const int64_t nc = jhi - c0 < cols ? jhi - c0 : cols, nc64 = (nc + 63) / 64 * 64;
-        memset(csum, 0, sizeof(int32_t) * (size_t)nc64);
-        for (int r = 0; r < M; r++) memset(acc[r], 0, sizeof(int32_t) * (size_t)nc64);
-        for (int64_t p = 0; p < K; p += 4) {
-            const int kq = K - p < 4 ? (int)(K - p) : 4;
-            __m512i a4[STREAM_ROWS];
-            for (int r = 0; r < M; r++) { /* A(r, p..p+3) + 128, 0 past K */
-                uint32_t w = 0;
-                for (int q = 0; q < kq; q++) w |= (uint32_t)(uint8_t)(a_at(j, r, p + q) + 128) << (8 * q);
-                a4[r] = _mm512_set1_epi32((int32_t)w);
-            }
-            const int8_t *b0 = j->b + p * d->ldb + c0;
-            for (int64_t c = 0; c < nc; c += 64) {
-                const __mmask64 m = nc - c >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (nc - c)) - 1);
-                const __m512i z = _mm512_setzero_si512();
-                const __m512i r0 = _mm512_maskz_loadu_epi8(m, b0 + c);
-                const __m512i r1 = kq > 1 ? _mm512_maskz_loadu_epi8(m, b0 + d->ldb + c) : z;
-                const __m512i r2 = kq > 2 ? _mm512_maskz_loadu_epi8(m, b0 + 2 * d->ldb + c) : z;
-                const __m512i r3 = kq > 3 ? _mm512_maskz_loadu_epi8(m, b0 + 3 * d->ldb + c) : z;
-                const __m512i lo01 = _mm512_unpacklo_epi8(r0, r1), hi01 = _mm512_unpackhi_epi8(r0, r1);
-                const __m512i lo23 = _mm512_unpacklo_epi8(r2, r3), hi23 = _mm512_unpackhi_epi8(r2, r3);
-                const __m512i v[4] = {_mm512_unpacklo_epi16(lo01, lo23), _mm512_unpackhi_epi16(lo01, lo23),
-                                      _mm512_unpacklo_epi16(hi01, hi23), _mm512_unpackhi_epi16(hi01, hi23)};
-                for (int q = 0; q < 4; q++) {
-                    int32_t *s = csum + c + 16 * q;
-                    _mm512_store_si512(s, dpbusd(_mm512_load_si512(s), ones, v[q]));
-                }
-                for (int r = 0; r < M; r++)
-                    for (int q = 0; q < 4; q++) {
-                        int32_t *s = acc[r] + c + 16 * q;
-                        _mm512_store_si512(s, dpbusd(_mm512_load_si512(s), a4[r], v[q]));
-                    }
-            }
+    const int64_t K = d->k, ldb = d->ldb, sw = stream_width(M), skb = STREAM_BLOCK / sw;
+    const int64_t ls = sw + 16; /* the sums' rows an odd number of lines apart */
+    uint8_t *blk = (uint8_t *)area;
+    int32_t *sums = (int32_t *)(void *)(area + STREAM_BLOCK);
+    const uint8_t *A = (const uint8_t *)j->a_rows;
+    for (int64_t c0 = jlo; c0 < jhi; c0 += sw) {
+        const int64_t w = jhi - c0 < sw ? jhi - c0 : sw;
+        const int nv = (int)((w + 63) / 64 * 4);
+        for (int64_t p0 = 0; p0 < K; p0 += skb) {
+            const int kb = (int)(K - p0 < skb ? K - p0 : skb);
+            const int64_t np = p0 + skb < K ? p0 + skb : 0, nc = np ? c0 : c0 + sw;
+            if (nc < jhi)
+                tsr_prefetch_tile_l2((const char *)(j->b + np * ldb + nc), ldb, K - np < skb ? K - np : skb,
+                                     jhi - nc < sw ? jhi - nc : sw);
+            stream_interleave(j, p0, kb, c0, w, nv, blk);
+            stream_block(M, (kb + 3) / 4, nv, blk, A + p0, j->a_ld, p0 == 0, sums, ls);
         }
         for (int r = 0; r < M; r++) {
             int32_t *crow = j->c + r * d->ldc + c0;
-            for (int64_t c = 0; c < nc; c++) {
-                const int64_t blk = c / 64 * 64, e = c % 64, at = blk + (e % 16 / 4) * 16 + e / 16 * 4 + e % 4;
-                const int32_t sum = (int32_t)((uint32_t)acc[r][at] - 128u * (uint32_t)csum[at]);
-                crow[c] = wrapping_sum(d) ? (int32_t)((uint32_t)sum + (d->beta == 1.0f ? (uint32_t)crow[c] : 0u))
-                                          : scaled(d, sum, crow[c]);
+            const __m512i neg = _mm512_set1_epi32(negsum[r]);
+            for (int64_t h = 0; h * 64 < w; h++) { /* back to column order: a 4 x 4 transpose of 128-bit blocks */
+                const int32_t *s = sums + r * ls + h * 64;
+                const __m512i v0 = _mm512_load_si512(s), v1 = _mm512_load_si512(s + 16);
+                const __m512i v2 = _mm512_load_si512(s + 32), v3 = _mm512_load_si512(s + 48);
+                const __m512i t0 = _mm512_shuffle_i32x4(v0, v1, 0x44), t1 = _mm512_shuffle_i32x4(v0, v1, 0xEE);
+                const __m512i t2 = _mm512_shuffle_i32x4(v2, v3, 0x44), t3 = _mm512_shuffle_i32x4(v2, v3, 0xEE);
+                const __m512i o[4] = {_mm512_shuffle_i32x4(t0, t2, 0x88), _mm512_shuffle_i32x4(t0, t2, 0xDD),
+                                      _mm512_shuffle_i32x4(t1, t3, 0x88), _mm512_shuffle_i32x4(t1, t3, 0xDD)};
+                for (int q = 0; q < 4 && h * 64 + q * 16 < w; q++) {
+                    const int64_t left = w - h * 64 - q * 16;
+                    const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
+                    int32_t *cp = crow + h * 64 + q * 16;
+                    __m512i x = _mm512_add_epi32(o[q], neg);
+                    if (!wrapping_sum(d)) {
+                        int32_t t[16];
+                        _mm512_storeu_si512(t, x);
+                        for (int e = 0; e < (left < 16 ? left : 16); e++) cp[e] = scaled(d, t[e], cp[e]);
+                        continue;
+                    }
+                    if (d->beta == 1.0f) x = _mm512_add_epi32(x, _mm512_maskz_loadu_epi32(m, cp));
+                    _mm512_mask_storeu_epi32(cp, m, x);
+                }
             }
         }
     }
+}
+
+/* The stream path's rows of A are an odd number of cache lines apart: at
+ * 4 KiB apart its 16 rows' broadcasts would share one L1 set. */
+static int64_t stream_a_ld(int64_t k) { return ((k + 3) / 4 * 4 + 63) / 64 * 64 + 64; }
+
+/* The stream path's buffer: -128 times the rows' sums (64 bytes), the rows
+ * of A, then each thread's block and sums. */
+static size_t stream_area_offset(const tsr_gemm_desc *d) {
+    return 64 + ((size_t)(d->m * stream_a_ld(d->k)) + 63) / 64 * 64;
+}
+
+/* Row i of op(A) for the stream path: signed bytes with K padded by zeros
+ * to k4 (dst, ld apart), and -128 times its sum. */
+static void stream_row_of_a(const job *j, int64_t i, int64_t k4, int64_t ld, int8_t *dst, int32_t *negsum) {
+    const tsr_gemm_desc *d = j->d;
+    int8_t *row = dst + i * ld;
+    if (!d->trans_a) memcpy(row, j->a + i * d->lda, (size_t)d->k);
+    else
+        for (int64_t p = 0; p < d->k; p++) row[p] = j->a[p * d->lda + i];
+    memset(row + d->k, 0, (size_t)(k4 - d->k));
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i sum = _mm512_setzero_si512();
+    for (int64_t p = 0; p < k4; p += 64) {
+        const __mmask64 m = k4 - p >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (k4 - p)) - 1);
+        sum = dpbusd(sum, ones, _mm512_maskz_loadu_epi8(m, row + p));
+    }
+    negsum[i] = (int32_t)((uint32_t)hsum(sum) * (uint32_t)-128);
 }
 
 /* Every matrix of the batch, by thread tid of a team of nth, with the
@@ -508,8 +611,14 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int 
             const int64_t lo = d->n * tid / nth, hi = d->n * (tid + 1) / nth;
             dot_columns(&j, lo, hi);
         } else if (path == PATH_STREAM) { /* contiguous ranges of whole 64-column groups per thread */
+            const int64_t k4 = (d->k + 3) / 4 * 4, ld = stream_a_ld(d->k);
+            int32_t *negsum = (int32_t *)(void *)buf;
+            for (int64_t i = tid; i < d->m; i += nth) stream_row_of_a(&j, i, k4, ld, (int8_t *)buf + 64, negsum);
+            tsr_team_barrier(nth);
+            j.a_rows = (const int8_t *)buf + 64, j.a_ld = ld;
             const int64_t groups = (d->n + 63) / 64, lo = groups * tid / nth * 64, hi = groups * (tid + 1) / nth * 64;
-            stream_columns(&j, lo, hi < d->n ? hi : d->n);
+            char *area = buf + stream_area_offset(d) + (size_t)tid * (STREAM_BLOCK + STREAM_SUMS);
+            stream_columns(&j, negsum, lo, hi < d->n ? hi : d->n, area);
         } else {
             gemm_one(&j, (uint8_t *)buf, (int8_t *)(buf + abuf), tid, nth);
         }
@@ -533,7 +642,7 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 1e6);
     /* dot path: op(A) stored k x m is copied row-major once per matrix */
     const size_t bytes = path == PATH_DOT ? (d->trans_a ? (size_t)(d->m * d->k) : 0)
-                         : path == PATH_STREAM ? 0
+                         : path == PATH_STREAM ? stream_area_offset(d) + (size_t)nt * (STREAM_BLOCK + STREAM_SUMS)
                                                : abuf + bbuf;
     char *buf = bytes ? tsr_scratch_get(bytes) : NULL;
     if (bytes && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");

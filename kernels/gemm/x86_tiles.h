@@ -5,6 +5,7 @@
 #define TSR_X86_TILES_H
 
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Where thread tid's contiguous range of the npanels x mpanels tiles
@@ -27,11 +28,24 @@ static inline int64_t tsr_tile_split(int64_t ncur, int64_t npanels, int64_t mpan
  * are a stride the hardware prefetcher does not follow, so without this
  * every K block after the first waits on a miss per row from L3 or memory.
  * Issued before the micro-kernel, whose kc steps hide the latency. */
-static inline void tsr_prefetch_tile(const char *p, int64_t ld_bytes, int64_t rows, int64_t row_bytes) {
+static inline void tsr_prefetch_tile_hint(const char *p, int64_t ld_bytes, int64_t rows, int64_t row_bytes, bool l2) {
     for (int64_t i = 0; i < rows; i++, p += ld_bytes) {
-        for (int64_t off = 0; off < row_bytes; off += 64) _mm_prefetch(p + off, _MM_HINT_T0);
-        _mm_prefetch(p + row_bytes - 1, _MM_HINT_T0);
+        for (int64_t off = 0; off < row_bytes; off += 64) {
+            if (l2) _mm_prefetch(p + off, _MM_HINT_T1);
+            else _mm_prefetch(p + off, _MM_HINT_T0);
+        }
+        if (l2) _mm_prefetch(p + row_bytes - 1, _MM_HINT_T1);
+        else _mm_prefetch(p + row_bytes - 1, _MM_HINT_T0);
     }
+}
+
+static inline void tsr_prefetch_tile(const char *p, int64_t ld_bytes, int64_t rows, int64_t row_bytes) {
+    tsr_prefetch_tile_hint(p, ld_bytes, rows, row_bytes, false);
+}
+
+/* the same into L2, for data a block ahead that L1 cannot hold beside the current one */
+static inline void tsr_prefetch_tile_l2(const char *p, int64_t ld_bytes, int64_t rows, int64_t row_bytes) {
+    tsr_prefetch_tile_hint(p, ld_bytes, rows, row_bytes, true);
 }
 
 /* A barrier for a team of nth threads (none for one: no parallel region). */
