@@ -128,11 +128,14 @@ START_TEST(blocks_schedules_threads) {
              * packing, so no barriers), over K blocks, and batched in one team */
             {37, 80, 300, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
             {11, 64, 23, 0, 0, 1, 1, TSR_F32, 1, 0, 3, 0},
-            /* M <= 4 with row-major B and pack_b off: streamed rows (bf16: k
-             * pairs interleaved in registers), A stored k x m, odd K, a
-             * narrow C, a column tail */
+            /* row-major B and pack_b off: streamed rows (f32: M <= 4; bf16:
+             * M <= 16, blocks interleaved to k pairs), A stored k x m, odd
+             * K, a narrow C, a column tail */
             {2, 70, 301, 1, 0, 0, 2, TSR_F32, 1, 0.5f, 2, 1},
             {4, 1500, 64, 0, 0, 1, 3, TSR_F32, 2, 0, 1, 0},
+            {16, 1100, 157, 0, 0, 1, 3, TSR_F32, 1, 0.5f, 2, 0}, /* bf16: 512-column chunks, blocks of 32 k and 29 */
+            {2, 2100, 45, 1, 0, 0, 2, TSR_F32, 1, 0, 1, 1},      /* bf16: 1024-column chunks */
+            {9, 40, 7, 0, 0, 0, 4, TSR_F32, 0.5f, 0, 1, 0},
         };
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "../../arch/x86_avx2/transpose.h"
+#include "../../arch/x86_avx2/prefetch.h"
 #include "../../arch/x86_avx512/vdtype.h"
 #include "layout.h"
 
@@ -314,8 +315,8 @@ static inline __attribute__((always_inline)) void prefetch_residual(const conv_j
     if (!j->res) return;
     for (int i = 0; i < mr; i++) {
         const char *r = j->res + (y[i] + kc0) * j->res_es;
-        for (int64_t b = 0; b < nk * j->res_es; b += 64) _mm_prefetch(r + b, _MM_HINT_T0);
-        _mm_prefetch(r + nk * j->res_es - 1, _MM_HINT_T0);
+        for (int64_t b = 0; b < nk * j->res_es; b += 64) tsr_prefetch_l1(r + b);
+        tsr_prefetch_l1(r + nk * j->res_es - 1);
     }
 }
 

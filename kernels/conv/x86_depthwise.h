@@ -18,6 +18,7 @@
  * filter is that already). */
 
 #include "../../arch/x86_avx2/transpose.h"
+#include "../../arch/x86_avx2/prefetch.h"
 
 /* Accumulators of a tile: 16 of the 32 zmm leave room for the three taps
  * and the loaded inputs; AVX2's 16 ymm take 8. */
@@ -443,7 +444,7 @@ static void depthwise_run(const conv_job *j) {
             if (ih >= 0 && ih < d->h) {
                 const char *xr = (const char *)j->x + (((n * d->h + ih) * d->w) * d->c + cb * NR) * xes;
                 for (int64_t w = 0; w < d->w; w++)
-                    for (size_t b = 0; b < NR * xes; b += 64) _mm_prefetch(xr + w * d->c * xes + b, _MM_HINT_T0);
+                    for (size_t b = 0; b < NR * xes; b += 64) tsr_prefetch_l1(xr + w * d->c * xes + b);
             }
         for (int64_t oh = row0; oh < row0 + 1; oh++) {
             if (pair && (cb + 1) * NR <= d->c) {

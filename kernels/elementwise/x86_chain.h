@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "../../arch/x86_avx2/prefetch.h"
 
 #define BLOCK 4096
 #define PREFETCH_BYTES 2048
@@ -206,7 +207,7 @@ static inline __attribute__((always_inline)) void run_vectors(const tsr_chain_de
         const int es = v->esize[k];
         /* an address, maybe past the tensor's end (a prefetch never faults) */
         const uintptr_t p = (uintptr_t)(v->base[k] + (off[k] + j) * es) + PREFETCH_BYTES;
-        for (int l = 0; l < NV * VL * es; l += 64) _mm_prefetch((const char *)(p + (uintptr_t)l), _MM_HINT_T0);
+        for (int l = 0; l < NV * VL * es; l += 64) tsr_prefetch_l1((const char *)(p + (uintptr_t)l));
     }
     load_nv(v, 1, off[1] + j * v->strides[1][in], v->strides[1][in], cnt, x);
     for (int s = 0; s < ch->num_steps; s++) {

@@ -32,6 +32,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include "../../arch/x86_avx2/prefetch.h"
 
 #include "../../arch/x86_avx512/vmath.h"
 #include "../../arch/x86_avx512/vdtype.h"
@@ -46,7 +47,7 @@ _Static_assert(RV == 4, "max4 and add4 fold four accumulators");
 
 /* The lines of [p, p + bytes) towards L1, for a pass that reads them later. */
 ALWAYS_INLINE void prefetch_lines(const char *p, int64_t bytes) {
-    for (int64_t l = 0; l < bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
+    for (int64_t l = 0; l < bytes; l += 64) tsr_prefetch_l1(p + l);
 }
 
 /* y stored past the caches (vf_streams); run_rows_scratch fences once a

@@ -83,9 +83,16 @@ static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
     return true;
 }
 
+#ifdef GEMM_BF16_DOT
+/* Rows of C that stream_rows takes (row-major B read in place); the bytes
+ * of B it interleaves a block, and of the f32 sums beside them (16 rows of
+ * at most 512 columns, padded). */
+enum { STREAM_ROWS = 16, STREAM_BLOCK = 32768, STREAM_SUMS = STREAM_ROWS * (512 + 16) * 4 };
+#else
 /* Rows of C that stream_rows takes (row-major B read in place), and the
  * f32 sums its chunk of columns keeps in L1. */
 enum { STREAM_ROWS = 4, STREAM_ACC = 4096 };
+#endif
 
 /* Without packing, B (f32) is read in place: row-major B by the micro-kernel,
  * transposed B (rows of op(B)^T, the Llama weight layout) as dot products
@@ -564,58 +571,106 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
 }
 
 #ifdef GEMM_BF16_DOT
-/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major bf16 B:
- * each row of B is read once, in place (a packed copy would write as many
- * bytes as the GEMM reads). Two rows at a time are interleaved in
- * registers to k pairs (the word unpacks work within 128-bit lanes: dword
- * 4L + e of vector q holds column 8L + 4q + e of its 32), and one
- * vdpbf16ps per vector and row of A adds them into f32 sums kept in L1. */
-static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
+/* One or two rows are bound by memory and want long runs of each row of B;
+ * more rows are bound by vdpbf16ps and want each interleaved vector used
+ * over more k. */
+static int64_t stream_width(int64_t m) { return m <= 2 ? 1024 : 512; }
+
+/* The stream path's rows of A, bf16 with K padded by a zero to pairs, an
+ * odd number of cache lines apart (4 KiB apart, 16 rows' broadcasts would
+ * share one L1 set). */
+static int64_t stream_a_ld(int64_t k) { return ((k + 1) / 2 * 4 + 63) / 64 * 64 + 64; }
+
+/* Bytes of the stream path's region for a team of nth: the rows of A, then
+ * each thread's interleaved block and sums. */
+static size_t stream_region_bytes(const tsr_gemm_desc *d, int nth) {
+    return (size_t)(d->m * stream_a_ld(d->k)) + (size_t)nth * (STREAM_BLOCK + STREAM_SUMS);
+}
+
+/* kb rows of B from p0 (row-major bf16, columns [c0, c0+w)) interleaved to
+ * k pairs: vector v of pair g at blk + (g * nv + v) * 64. The word unpacks
+ * work within 128-bit lanes, so dword 4L + e of vector 2h (2h + 1) holds
+ * column 32h + 8L + e (+ 4). Rows past K and columns past w read as zero. */
+static void stream_interleave(const job *j, int64_t p0, int kb, int64_t c0, int64_t w, int nv, char *blk) {
+    const tsr_gemm_desc *d = &j->g->d;
+    const uint16_t *B = (const uint16_t *)j->b;
+    for (int g = 0; g * 2 < kb; g++) {
+        const uint16_t *b0 = B + (p0 + 2 * g) * d->ldb + c0;
+        const bool pair = 2 * g + 1 < kb;
+        for (int64_t h = 0; h * 32 < w; h++) {
+            const __mmask32 m = w - h * 32 >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (w - h * 32)) - 1);
+            const __m512i r0 = _mm512_maskz_loadu_epi16(m, b0 + h * 32);
+            const __m512i r1 = pair ? _mm512_maskz_loadu_epi16(m, b0 + d->ldb + h * 32) : _mm512_setzero_si512();
+            char *out = blk + ((int64_t)g * nv + h * 2) * 64;
+            _mm512_store_si512(out, _mm512_unpacklo_epi16(r0, r1));
+            _mm512_store_si512(out + 64, _mm512_unpackhi_epi16(r0, r1));
+        }
+    }
+}
+
+/* Out of line: inlined into its caller's loops, it ran 25% slower (one
+ * core, 16x4096x4096 int8). */
+static __attribute__((noinline)) void stream_block(int R, int groups, int nv, const char *blk, const char *a, int64_t lda,
+                                                   bool first, int32_t *sums, int64_t ls) {
+    tsr_stream_block(R, true, groups, nv, blk, a, lda, first, sums, ls);
+}
+
+/* Row i of op(A), bf16, K padded by zeros to the stream path's layout. */
+static void stream_row_of_a(const job *j, int64_t i, uint16_t *dst) {
+    const tsr_gemm_desc *d = &j->g->d;
+    uint16_t *row = dst + i * (stream_a_ld(d->k) / 2);
+    const uint16_t *A = (const uint16_t *)j->a;
+    if (!d->trans_a) memcpy(row, A + i * d->lda, (size_t)d->k * 2);
+    else
+        for (int64_t p = 0; p < d->k; p++) row[p] = A[p * d->lda + i];
+    if (d->k % 2) row[d->k] = 0;
+}
+
+/* C for M <= STREAM_ROWS with row-major bf16 B, by thread tid of a team of
+ * nth, with the region of stream_region_bytes(d, nth). B is read once, in
+ * place (a packed copy would write as many bytes as the GEMM reads): each
+ * block of kb rows by w columns of a thread's range is interleaved to k
+ * pairs in an L1 buffer (the next block fetched into L2 meanwhile: each
+ * row's segment starts a new page, where the hardware prefetcher stops),
+ * then each vector of it adds into all M rows' sums, held in registers
+ * over the block's k, a row's pair broadcast from memory per vdpbf16ps. */
+static void stream_rows(const job *j, char *region, int tid, int nth) {
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
     const int M = (int)d->m;
-    const int64_t K = d->k, cols = STREAM_ACC / M / 32 * 32;
-    _Alignas(64) float sums[STREAM_ACC];
-    float *acc[STREAM_ROWS];
-    for (int r = 0; r < M; r++) acc[r] = sums + r * cols;
-    const uint16_t *B = (const uint16_t *)j->b;
-    for (int64_t c0 = jlo; c0 < jhi; c0 += cols) {
-        const int64_t nc = jhi - c0 < cols ? jhi - c0 : cols, nc32 = (nc + 31) / 32 * 32;
-        for (int r = 0; r < M; r++) memset(acc[r], 0, sizeof(float) * (size_t)nc32);
-        for (int64_t p = 0; p < K; p += 2) {
-            const bool pair = p + 1 < K;
-            __m512bh a2[STREAM_ROWS];
-            for (int r = 0; r < M; r++) { /* A(r, p) low, A(r, p + 1) high (0 past K) */
-                const int64_t idx = d->trans_a ? p * d->lda + r : r * d->lda + p;
-                const uint32_t w = bf16_at(j->a, idx) | (pair ? bf16_at(j->a, d->trans_a ? idx + d->lda : idx + 1) << 16 : 0u);
-                a2[r] = (__m512bh)_mm512_set1_epi32((int32_t)w);
-            }
-            const uint16_t *b0 = B + p * d->ldb + c0, *b1 = b0 + d->ldb;
-            for (int64_t c = 0; c < nc; c += 32) {
-                const __mmask32 m = nc - c >= 32 ? ~(__mmask32)0 : (((__mmask32)1 << (nc - c)) - 1);
-                const __m512i r0 = _mm512_maskz_loadu_epi16(m, b0 + c);
-                const __m512i r1 = pair ? _mm512_maskz_loadu_epi16(m, b1 + c) : _mm512_setzero_si512();
-                const __m512bh v[2] = {(__m512bh)_mm512_unpacklo_epi16(r0, r1), (__m512bh)_mm512_unpackhi_epi16(r0, r1)};
-                for (int r = 0; r < M; r++)
-                    for (int q = 0; q < 2; q++) {
-                        float *s = acc[r] + c + 16 * q;
-                        _mm512_store_ps(s, _mm512_dpbf16_ps(_mm512_load_ps(s), a2[r], v[q]));
-                    }
-            }
+    const int64_t K = d->k, N = d->n, ldb = d->ldb, sw = stream_width(M), skb = STREAM_BLOCK / 2 / sw;
+    const int64_t ls = sw + 16, a_ld = stream_a_ld(K) / 2; /* the sums' rows an odd number of lines apart */
+    uint16_t *A = (uint16_t *)(void *)region;
+    for (int64_t i = tid; i < M; i += nth) stream_row_of_a(j, i, A);
+    tsr_team_barrier(nth);
+    char *blk = region + (size_t)(M * a_ld * 2) + (size_t)tid * (STREAM_BLOCK + STREAM_SUMS);
+    float *sums = (float *)(void *)(blk + STREAM_BLOCK);
+    const int64_t groups = (N + 31) / 32, jlo = groups * tid / nth * 32, jhi_ = groups * (tid + 1) / nth * 32,
+                  jhi = jhi_ < N ? jhi_ : N;
+    for (int64_t c0 = jlo; c0 < jhi; c0 += sw) {
+        const int64_t w = jhi - c0 < sw ? jhi - c0 : sw;
+        const int nv = (int)((w + 31) / 32 * 2);
+        for (int64_t p0 = 0; p0 < K; p0 += skb) {
+            const int kb = (int)(K - p0 < skb ? K - p0 : skb);
+            tsr_stream_prefetch_next(j->b, ldb, 2, K, p0, skb, c0, sw, jhi);
+            stream_interleave(j, p0, kb, c0, w, nv, blk);
+            stream_block(M, (kb + 1) / 2, nv, blk, (const char *)(A + p0), a_ld * 2, p0 == 0, (int32_t *)sums, ls);
         }
+        /* back to column order: columns 32h + 0..15 are blocks 0 of 2h, 0
+         * of 2h + 1, 1 of 2h, 1 of 2h + 1; 16..31 the same of blocks 2, 3 */
+        const __m512i lo_idx = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+        const __m512i hi_idx = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
         for (int r = 0; r < M; r++)
-            for (int64_t c = 0; c < nc; c += VL) {
-                const int n = (int)(nc - c < VL ? nc - c : VL);
-                _Alignas(64) float t[VL];
-                for (int e = 0; e < n; e++) { /* back to column order */
-                    const int64_t col = c + e, k = col % 32;
-                    t[e] = acc[r][col - k + (k % 8 / 4) * 16 + k / 8 * 4 + k % 4];
-                }
-                const int64_t ci = r * d->ldc + c0 + c, row = r, colg = c0 + c;
-                vf x = vf_mul(vf_set1(d->alpha), vf_load_n(t, n));
+            for (int64_t c = 0; c < w; c += VL) {
+                const int n = (int)(w - c < VL ? w - c : VL);
+                const float *s = sums + r * ls + c / 32 * 32;
+                const __m512 v0 = _mm512_load_ps(s), v1 = _mm512_load_ps(s + 16);
+                vf x = _mm512_permutex2var_ps(v0, c % 32 ? hi_idx : lo_idx, v1);
+                const int64_t ci = r * d->ldc + c0 + c, colg = c0 + c;
+                x = vf_mul(vf_set1(d->alpha), x);
                 if (d->beta != 0.0f) x = vf_fma(vf_set1(d->beta), vf_load_n_dtype(j->cn, d->c_dtype, ci, n), x);
-                x = ukr_epilogue(&d->epilogue, x, g->bias_along_m ? row : colg, g->bias_along_m, j->batch_index, row,
-                                 colg, n);
+                x = ukr_epilogue(&d->epilogue, x, g->bias_along_m ? r : colg, g->bias_along_m, j->batch_index, r, colg,
+                                 n);
                 vf_store_n_dtype(j->cn, d->c_dtype, ci, x, n);
             }
     }
@@ -699,12 +754,19 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
         return;
     }
 #endif
+#ifdef GEMM_BF16_DOT
+    if (!j->pack_b) { /* row-major B, M <= STREAM_ROWS: the region in ap */
+        stream_rows(j, (char *)ap, tid, nth);
+        return;
+    }
+#else
     if (!j->pack_b && (d->trans_b || M <= STREAM_ROWS)) { /* contiguous column ranges per thread */
         int64_t lo = N * tid / nth / VL * VL, hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
         if (d->trans_b) dot_columns(j, lo, hi);
         else stream_rows(j, lo, hi);
         return;
     }
+#endif
     /* Equal blocks of at most nc columns and kc k: no thin last column block
      * repacking all of A, no short last K block paying a full pass over C.
      * K blocks stay multiples of 8 (whole transposes when packing). */
@@ -797,10 +859,14 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t kc = d->k < base.kc ? (d->k > 0 ? d->k : 1) : base.kc;
     const int64_t nc = ((d->n < base.nc ? d->n : base.nc) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < base.mc ? d->m : base.mc) + MR - 1) / MR * MR;
-    const size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc * kc);
+    size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc * kc);
     const bool per_matrix = s->v[KNOB_BATCH_PAR] && d->batch > 1;
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch,
                                    THREAD_MIN_FLOPS);
+#ifdef GEMM_BF16_DOT
+    if (!base.pack_b) /* the stream path's region in place of the A panels, per team */
+        abuf = (stream_region_bytes(d, per_matrix ? 1 : nt) + sizeof(float) - 1) / sizeof(float), bbuf = 0;
+#endif
     const int nbuf = per_matrix ? nt : 1;
     float *buf = tsr_scratch_get((abuf + bbuf) * sizeof(float) * (size_t)nbuf);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "%s: no memory for packing buffers", GEMM_NAME);

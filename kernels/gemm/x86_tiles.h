@@ -1,12 +1,15 @@
 /* What the x86 GEMMs (x86_blis.h, x86_avx512_vnni.c) share around their
  * micro-kernels: how a block's tiles are split among a team, the team's
- * barrier, and the prefetch of a C tile. */
+ * barrier, the prefetch of a C tile, and the int8/bf16 stream paths' kernel
+ * (rows of A broadcast against interleaved blocks of row-major B). */
 #ifndef TSR_X86_TILES_H
 #define TSR_X86_TILES_H
 
 #include <immintrin.h>
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "../../arch/x86_avx2/prefetch.h"
 
 /* Where thread tid's contiguous range of the npanels x mpanels tiles
  * (column panels outermost, nr columns of vl lanes each) starts, weighing
@@ -31,11 +34,11 @@ static inline int64_t tsr_tile_split(int64_t ncur, int64_t npanels, int64_t mpan
 static inline void tsr_prefetch_tile_hint(const char *p, int64_t ld_bytes, int64_t rows, int64_t row_bytes, bool l2) {
     for (int64_t i = 0; i < rows; i++, p += ld_bytes) {
         for (int64_t off = 0; off < row_bytes; off += 64) {
-            if (l2) _mm_prefetch(p + off, _MM_HINT_T1);
-            else _mm_prefetch(p + off, _MM_HINT_T0);
+            if (l2) tsr_prefetch_l2(p + off);
+            else tsr_prefetch_l1(p + off);
         }
-        if (l2) _mm_prefetch(p + row_bytes - 1, _MM_HINT_T1);
-        else _mm_prefetch(p + row_bytes - 1, _MM_HINT_T0);
+        if (l2) tsr_prefetch_l2(p + row_bytes - 1);
+        else tsr_prefetch_l1(p + row_bytes - 1);
     }
 }
 
@@ -47,6 +50,77 @@ static inline void tsr_prefetch_tile(const char *p, int64_t ld_bytes, int64_t ro
 static inline void tsr_prefetch_tile_l2(const char *p, int64_t ld_bytes, int64_t rows, int64_t row_bytes) {
     tsr_prefetch_tile_hint(p, ld_bytes, rows, row_bytes, true);
 }
+
+/* body(n) for n = rows (1..16) a compile-time constant in each case: an
+ * always_inline kernel over n rows then keeps its n accumulators in
+ * registers (the stream paths' row counts). */
+#define TSR_FOR_ROWS_16(rows, body)                                                                      \
+    switch (rows) {                                                                                      \
+    case 1: body(1); break;                                                                              \
+    case 2: body(2); break;                                                                              \
+    case 3: body(3); break;                                                                              \
+    case 4: body(4); break;                                                                              \
+    case 5: body(5); break;                                                                              \
+    case 6: body(6); break;                                                                              \
+    case 7: body(7); break;                                                                              \
+    case 8: body(8); break;                                                                              \
+    case 9: body(9); break;                                                                              \
+    case 10: body(10); break;                                                                            \
+    case 11: body(11); break;                                                                            \
+    case 12: body(12); break;                                                                            \
+    case 13: body(13); break;                                                                            \
+    case 14: body(14); break;                                                                            \
+    case 15: body(15); break;                                                                            \
+    case 16: body(16); break;                                                                            \
+    }
+
+/* The stream paths walk B (row-major, es bytes an element, ld elements a
+ * row) in blocks of kb rows by sw columns, k inner, over columns [.., jhi):
+ * the block after (p0, c0) fetched into L2 while this one is worked on
+ * (each row's segment starts a new page, where the hardware prefetcher
+ * stops). */
+static inline void tsr_stream_prefetch_next(const char *b, int64_t ld, int64_t es, int64_t k, int64_t p0, int64_t kb,
+                                            int64_t c0, int64_t sw, int64_t jhi) {
+    const int64_t np = p0 + kb < k ? p0 + kb : 0, nc = np ? c0 : c0 + sw;
+    if (nc < jhi)
+        tsr_prefetch_tile_l2(b + (np * ld + nc) * es, ld * es, k - np < kb ? k - np : kb, (jhi - nc < sw ? jhi - nc : sw) * es);
+}
+
+#ifdef __AVX512F__
+/* The stream paths' kernel (int8 with vpdpbusd, bf16 with vdpbf16ps, both
+ * four bytes of A against each 32-bit lane of B): vector v of an
+ * interleaved block (group g's at blk + (g * nv + v) * 64) into R rows'
+ * sums (32-bit lanes, ls apart), held in registers over the block's
+ * groups, row r's four bytes of group g broadcast from memory at
+ * a + r * lda + 4 * g (no broadcast register per row). */
+static inline __attribute__((always_inline)) void tsr_stream_vector(const int R, const bool bf16, int groups, int nv,
+                                                                    int v, const char *blk, const char *a, int64_t lda,
+                                                                    bool first, int32_t *sums, int64_t ls) {
+    __m512i acc[16];
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) acc[r] = first ? _mm512_setzero_si512() : _mm512_load_si512(sums + r * ls + v * 16);
+    for (int g = 0; g < groups; g++) {
+        const __m512i b = _mm512_load_si512(blk + ((int64_t)g * nv + v) * 64);
+#pragma GCC unroll 16
+        for (int r = 0; r < R; r++) {
+            const int32_t *a4 = (const int32_t *)(const void *)(a + r * lda + 4 * g);
+            if (bf16) __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc[r]) : "v"(b), "m"(*a4));
+            else __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc[r]) : "v"(b), "m"(*a4));
+        }
+    }
+#pragma GCC unroll 16
+    for (int r = 0; r < R; r++) _mm512_store_si512(sums + r * ls + v * 16, acc[r]);
+}
+
+/* Every one of an interleaved block's nv vectors into R (1..16) rows' sums. */
+static inline __attribute__((always_inline)) void tsr_stream_block(int R, const bool bf16, int groups, int nv, const char *blk, const char *a,
+                                    int64_t lda, bool first, int32_t *sums, int64_t ls) {
+#define TSR_STREAM_ROWS_OF(n)                                                                            \
+    for (int v = 0; v < nv; v++) tsr_stream_vector(n, bf16, groups, nv, v, blk, a, lda, first, sums, ls)
+    TSR_FOR_ROWS_16(R, TSR_STREAM_ROWS_OF);
+#undef TSR_STREAM_ROWS_OF
+}
+#endif
 
 /* A barrier for a team of nth threads (none for one: no parallel region). */
 static inline void tsr_team_barrier(int nth) {

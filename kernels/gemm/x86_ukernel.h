@@ -12,6 +12,7 @@
 #ifndef TSR_X86_UKERNEL_H
 #define TSR_X86_UKERNEL_H
 
+#include "../../arch/x86_avx2/prefetch.h"
 #include "internal.h"
 
 /* Rows of in-place B fetched ahead: into L1 (12-16 measured alike, 6-8 and
@@ -41,8 +42,8 @@ static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64
         if (prefetch_b) {
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) {
-                _mm_prefetch((const char *)(bp + (p + UKR_PF_ROWS) * ldb + v * VL), _MM_HINT_T0);
-                _mm_prefetch((const char *)(bp + (p + UKR_PF2_ROWS) * ldb + v * VL), _MM_HINT_T1);
+                tsr_prefetch_l1((const char *)(bp + (p + UKR_PF_ROWS) * ldb + v * VL));
+                tsr_prefetch_l2((const char *)(bp + (p + UKR_PF2_ROWS) * ldb + v * VL));
             }
         }
 #pragma GCC unroll 4
