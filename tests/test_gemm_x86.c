@@ -134,7 +134,7 @@ START_TEST(blocks_schedules_threads) {
             {2, 70, 301, 1, 0, 0, 2, TSR_F32, 1, 0.5f, 2, 1},
             {4, 1500, 64, 0, 0, 1, 3, TSR_F32, 2, 0, 1, 0},
             {16, 1100, 157, 0, 0, 1, 3, TSR_F32, 1, 0.5f, 2, 0}, /* bf16: 512-column chunks, blocks of 32 k and 29 */
-            {2, 2100, 45, 1, 0, 0, 2, TSR_F32, 1, 0, 1, 1},      /* bf16: 1024-column chunks */
+            {2, 2100, 45, 1, 0, 0, 2, TSR_F32, 1, 0, 1, 1},      /* bf16: five chunks, the last of 52 columns */
             {9, 40, 7, 0, 0, 0, 4, TSR_F32, 0.5f, 0, 1, 0},
         };
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)

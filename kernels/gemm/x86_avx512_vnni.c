@@ -465,13 +465,6 @@ static void stream_interleave(const job *j, int64_t p0, int kb, int64_t c0, int6
     }
 }
 
-/* Out of line: inlined into its caller's loops, it ran 25% slower (one
- * core, 16x4096x4096 int8). */
-static __attribute__((noinline)) void stream_block(int R, int groups, int nv, const char *blk, const char *a, int64_t lda,
-                                                   bool first, int32_t *sums, int64_t ls) {
-    tsr_stream_block(R, false, groups, nv, blk, a, lda, first, sums, ls);
-}
-
 /* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major B, A given
  * row-major as signed bytes with K padded to a multiple of 4 by zeros
  * (a_rows, a_ld) and -128 times each row's sum (negsum); area: this
@@ -496,7 +489,7 @@ static void stream_columns(const job *j, const int32_t *negsum, int64_t jlo, int
             const int kb = (int)(K - p0 < skb ? K - p0 : skb);
             tsr_stream_prefetch_next((const char *)j->b, ldb, 1, K, p0, skb, c0, sw, jhi);
             stream_interleave(j, p0, kb, c0, w, nv, blk);
-            stream_block(M, (kb + 3) / 4, nv, blk, (const char *)A + p0, j->a_ld, p0 == 0, sums, ls);
+            tsr_stream_block(M, TSR_STREAM_I8, (kb + 3) / 4, nv, blk, (const char *)A + p0, j->a_ld, p0 == 0, sums, ls);
         }
         for (int r = 0; r < M; r++) {
             int32_t *crow = j->c + r * d->ldc + c0;

@@ -85,9 +85,11 @@ static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
 
 #ifdef GEMM_BF16_DOT
 /* Rows of C that stream_rows takes (row-major B read in place); the bytes
- * of B it interleaves a block, and of the f32 sums beside them (16 rows of
- * at most 512 columns, padded). */
-enum { STREAM_ROWS = 16, STREAM_BLOCK = 32768, STREAM_SUMS = STREAM_ROWS * (512 + 16) * 4 };
+ * of B it interleaves a block, the columns of one (its rows: 16 k), and
+ * the bytes of the f32 sums beside it (16 rows of 512 columns, padded).
+ * Wider blocks for one or two rows, as int8 has, measured slower (one
+ * core, 2x4096x4096: 22-25 GFLOP/s at 1024 columns, 27-37 at 512). */
+enum { STREAM_ROWS = 16, STREAM_BLOCK = 32768, STREAM_WIDTH = 512, STREAM_SUMS = STREAM_ROWS * (STREAM_WIDTH + 16) * 4 };
 #else
 /* Rows of C that stream_rows takes (row-major B read in place), and the
  * f32 sums its chunk of columns keeps in L1. */
@@ -571,11 +573,6 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
 }
 
 #ifdef GEMM_BF16_DOT
-/* One or two rows are bound by memory and want long runs of each row of B;
- * more rows are bound by vdpbf16ps and want each interleaved vector used
- * over more k. */
-static int64_t stream_width(int64_t m) { return m <= 2 ? 1024 : 512; }
-
 /* The stream path's rows of A, bf16 with K padded by a zero to pairs, an
  * odd number of cache lines apart (4 KiB apart, 16 rows' broadcasts would
  * share one L1 set). */
@@ -608,13 +605,6 @@ static void stream_interleave(const job *j, int64_t p0, int kb, int64_t c0, int6
     }
 }
 
-/* Out of line: inlined into its caller's loops, it ran 25% slower (one
- * core, 16x4096x4096 int8). */
-static __attribute__((noinline)) void stream_block(int R, int groups, int nv, const char *blk, const char *a, int64_t lda,
-                                                   bool first, int32_t *sums, int64_t ls) {
-    tsr_stream_block(R, true, groups, nv, blk, a, lda, first, sums, ls);
-}
-
 /* Row i of op(A), bf16, K padded by zeros to the stream path's layout. */
 static void stream_row_of_a(const job *j, int64_t i, uint16_t *dst) {
     const tsr_gemm_desc *d = &j->g->d;
@@ -638,7 +628,7 @@ static void stream_rows(const job *j, char *region, int tid, int nth) {
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
     const int M = (int)d->m;
-    const int64_t K = d->k, N = d->n, ldb = d->ldb, sw = stream_width(M), skb = STREAM_BLOCK / 2 / sw;
+    const int64_t K = d->k, N = d->n, ldb = d->ldb, sw = STREAM_WIDTH, skb = STREAM_BLOCK / 2 / sw;
     const int64_t ls = sw + 16, a_ld = stream_a_ld(K) / 2; /* the sums' rows an odd number of lines apart */
     uint16_t *A = (uint16_t *)(void *)region;
     for (int64_t i = tid; i < M; i += nth) stream_row_of_a(j, i, A);
@@ -654,7 +644,7 @@ static void stream_rows(const job *j, char *region, int tid, int nth) {
             const int kb = (int)(K - p0 < skb ? K - p0 : skb);
             tsr_stream_prefetch_next(j->b, ldb, 2, K, p0, skb, c0, sw, jhi);
             stream_interleave(j, p0, kb, c0, w, nv, blk);
-            stream_block(M, (kb + 1) / 2, nv, blk, (const char *)(A + p0), a_ld * 2, p0 == 0, (int32_t *)sums, ls);
+            tsr_stream_block(M, TSR_STREAM_BF16, (kb + 1) / 2, nv, blk, (const char *)(A + p0), a_ld * 2, p0 == 0, (int32_t *)sums, ls);
         }
         /* back to column order: columns 32h + 0..15 are blocks 0 of 2h, 0
          * of 2h + 1, 1 of 2h, 1 of 2h + 1; 16..31 the same of blocks 2, 3 */
@@ -892,6 +882,10 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
             for (int64_t bt = 0; bt < d->batch; bt++) {
                 job j = job_for(&base, bt);
                 gemm_one(&j, buf, buf + abuf, tid, nth);
+#ifdef GEMM_BF16_DOT
+                /* the stream path: the next matrix's rows of A overwrite this one's */
+                if (bt + 1 < d->batch && !base.pack_b) tsr_team_barrier(nth);
+#endif
             }
         }
     }

@@ -87,25 +87,30 @@ static inline void tsr_stream_prefetch_next(const char *b, int64_t ld, int64_t e
 }
 
 #ifdef __AVX512F__
-/* The stream paths' kernel (int8 with vpdpbusd, bf16 with vdpbf16ps, both
- * four bytes of A against each 32-bit lane of B): vector v of an
- * interleaved block (group g's at blk + (g * nv + v) * 64) into R rows'
- * sums (32-bit lanes, ls apart), held in registers over the block's
- * groups, row r's four bytes of group g broadcast from memory at
- * a + r * lda + 4 * g (no broadcast register per row). */
-static inline __attribute__((always_inline)) void tsr_stream_vector(const int R, const bool bf16, int groups, int nv,
-                                                                    int v, const char *blk, const char *a, int64_t lda,
-                                                                    bool first, int32_t *sums, int64_t ls) {
+/* What a stream path's 32-bit lane of B holds against four bytes of A. */
+typedef enum tsr_stream_kind {
+    TSR_STREAM_I8,   /* four k of unsigned bytes (b + 128): vpdpbusd */
+    TSR_STREAM_BF16  /* a k pair of bf16: vdpbf16ps */
+} tsr_stream_kind;
+
+/* The stream paths' kernel: vector v of an interleaved block of B (group
+ * g's at blk + (g * nv + v) * 64) into R rows' sums (32-bit lanes, ls
+ * apart), held in registers over the block's groups, row r's four bytes
+ * of group g broadcast from memory at a + r * lda + 4 * g (no broadcast
+ * register per row). */
+static inline __attribute__((always_inline)) void tsr_stream_vector(const int R, const tsr_stream_kind kind, int groups,
+                                                                    int nv, int v, const char *blk, const char *a,
+                                                                    int64_t lda, bool first, int32_t *sums, int64_t ls) {
     __m512i acc[16];
 #pragma GCC unroll 16
     for (int r = 0; r < R; r++) acc[r] = first ? _mm512_setzero_si512() : _mm512_load_si512(sums + r * ls + v * 16);
     for (int g = 0; g < groups; g++) {
-        const __m512i b = _mm512_load_si512(blk + ((int64_t)g * nv + v) * 64);
+        const __m512i bv = _mm512_load_si512(blk + ((int64_t)g * nv + v) * 64);
 #pragma GCC unroll 16
         for (int r = 0; r < R; r++) {
             const int32_t *a4 = (const int32_t *)(const void *)(a + r * lda + 4 * g);
-            if (bf16) __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc[r]) : "v"(b), "m"(*a4));
-            else __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc[r]) : "v"(b), "m"(*a4));
+            if (kind == TSR_STREAM_BF16) __asm__("vdpbf16ps %2%{1to16%}, %1, %0" : "+v"(acc[r]) : "v"(bv), "m"(*a4));
+            else __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc[r]) : "v"(bv), "m"(*a4));
         }
     }
 #pragma GCC unroll 16
@@ -113,10 +118,11 @@ static inline __attribute__((always_inline)) void tsr_stream_vector(const int R,
 }
 
 /* Every one of an interleaved block's nv vectors into R (1..16) rows' sums. */
-static inline __attribute__((always_inline)) void tsr_stream_block(int R, const bool bf16, int groups, int nv, const char *blk, const char *a,
-                                    int64_t lda, bool first, int32_t *sums, int64_t ls) {
+static inline __attribute__((always_inline)) void tsr_stream_block(int R, const tsr_stream_kind kind, int groups, int nv,
+                                                                   const char *blk, const char *a, int64_t lda,
+                                                                   bool first, int32_t *sums, int64_t ls) {
 #define TSR_STREAM_ROWS_OF(n)                                                                            \
-    for (int v = 0; v < nv; v++) tsr_stream_vector(n, bf16, groups, nv, v, blk, a, lda, first, sums, ls)
+    for (int v = 0; v < nv; v++) tsr_stream_vector(n, kind, groups, nv, v, blk, a, lda, first, sums, ls)
     TSR_FOR_ROWS_16(R, TSR_STREAM_ROWS_OF);
 #undef TSR_STREAM_ROWS_OF
 }
