@@ -276,6 +276,12 @@ START_TEST(vnni_int8) {
         {8, 48, 0, 0, 1, 3, 0.5f, 1, 0},         /* k == 0, beta rounded */
         {2, 3, 140000, 0, 1, 1, 0, 1, -128},     /* 16384 k overflows int32: wraps like the reference */
         {2, 3, 140000, 0, 0, 1, 1, 1, -128},
+        /* two threads split the packed path by column panels or, when those
+         * do not split evenly, by row panels (each packing its own copies) */
+        {24, 192, 300, 0, 1, 1, 0, 2, 0},        /* columns, B stored n x k, batch */
+        {64, 40, 600, 0, 0, 1, 1, 1, 0},         /* rows, beta 1 */
+        {64, 40, 600, 1, 0, 1, 0, 3, 0},         /* rows, A stored k x m, batch */
+        {48, 100, 400, 1, 1, 0.5f, -2, 1, 0},    /* rows, alpha/beta rounded */
         /* the stream path (M <= 16, row-major B): k % 4 = 2, a ragged group of 64 columns */
         {4, 200, 130, 0, 0, 1, 0, 1, 0},
         {3, 1100, 77, 1, 0, 1, 1, 3, 0},         /* A stored k x m, three 512-column chunks, beta 1, batch */
