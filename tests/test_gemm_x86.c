@@ -136,6 +136,10 @@ START_TEST(blocks_schedules_threads) {
             {16, 1100, 157, 0, 0, 1, 3, TSR_F32, 1, 0.5f, 2, 0}, /* bf16: 512-column chunks, blocks of 32 k and 29 */
             {2, 2100, 45, 1, 0, 0, 2, TSR_F32, 1, 0, 1, 1},      /* bf16: five chunks, the last of 52 columns */
             {9, 40, 7, 0, 0, 0, 4, TSR_F32, 0.5f, 0, 1, 0},
+            /* two threads split by row panels (one column panel): bias
+             * along m, the residual, transposes, batch, a narrow C */
+            {96, 40, 200, 1, 1, 1, 2, TSR_F32, 1, 0.5f, 2, 0},
+            {96, 40, 200, 0, 0, 0, 3, TSR_F32, 1, 0, 1, 1},
         };
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
@@ -281,7 +285,7 @@ START_TEST(vnni_int8) {
         {24, 192, 300, 0, 1, 1, 0, 2, 0},        /* columns, B stored n x k, batch */
         {64, 40, 600, 0, 0, 1, 1, 1, 0},         /* rows, beta 1 */
         {64, 40, 600, 1, 0, 1, 0, 3, 0},         /* rows, A stored k x m, batch */
-        {48, 100, 400, 1, 1, 0.5f, -2, 1, 0},    /* rows, alpha/beta rounded */
+        {48, 40, 400, 1, 1, 0.5f, -2, 1, 0},     /* rows, alpha/beta rounded */
         /* the stream path (M <= 16, row-major B): k % 4 = 2, a ragged group of 64 columns */
         {4, 200, 130, 0, 0, 1, 0, 1, 0},
         {3, 1100, 77, 1, 0, 1, 1, 3, 0},         /* A stored k x m, three 512-column chunks, beta 1, batch */

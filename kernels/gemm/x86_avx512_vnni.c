@@ -549,37 +549,6 @@ static void stream_row_of_a(const job *j, int64_t i, int64_t k4, int64_t ld, int
     negsum[i] = (int32_t)((uint32_t)hsum(sum) * (uint32_t)-128);
 }
 
-/* How a team of nt splits the packed path: column panels into contiguous
- * shares, each thread packing its own B panels and its own copy of A, so
- * that no barrier is left inside a matrix. The team's barriers cost 0.5-1.2 us
- * each on this VM, and a vCPU preempted at one stalls both (two threads,
- * 192^3: 485 GOP/s best, 384 mean, against 390 on one). A is then packed
- * once per thread, 1/(N/nt) of the multiply-adds. The shares must come out
- * even, or be many panels each. */
-enum { SPLIT_NONE, SPLIT_COLUMNS, SPLIT_ROWS };
-
-static bool splits_evenly(int64_t panels, int nt) { return panels % nt == 0 || panels >= 4 * nt; }
-
-/* Failing that, rows of MR split the same way, each thread packing all of
- * B (1/(M/nt) of the work again). */
-static int split_of(const tsr_gemm_desc *d, int nt) {
-    if (nt == 1) return SPLIT_NONE;
-    if (splits_evenly((d->n + NR - 1) / NR, nt)) return SPLIT_COLUMNS;
-    return splits_evenly((d->m + MR - 1) / MR, nt) ? SPLIT_ROWS : SPLIT_NONE;
-}
-
-/* Columns of B one thread packs at once. */
-static int64_t split_nc(const tsr_gemm_desc *d, int64_t nc, int split, int nt) {
-    const int64_t share = split == SPLIT_COLUMNS ? ((d->n + NR - 1) / NR + nt - 1) / nt * NR : nc;
-    return share < nc ? share : nc;
-}
-
-/* Rows of A one thread packs at once. */
-static int64_t split_mc(const tsr_gemm_desc *d, int64_t mc, int split, int nt) {
-    const int64_t share = split == SPLIT_ROWS ? ((d->m + MR - 1) / MR + nt - 1) / nt * MR : mc;
-    return share < mc ? share : mc;
-}
-
 /* Every matrix of the batch, by thread tid of a team of nth, with the
  * shared buffer buf (abuf bytes of A panels, then B's); split (a team of
  * the nth it was sized for): each thread's own part of it, abuf + bbuf
@@ -610,10 +579,10 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int 
             const int64_t groups = (d->n + 63) / 64, lo = groups * tid / nth * 64, hi = groups * (tid + 1) / nth * 64;
             char *area = buf + stream_area_offset(d) + (size_t)tid * (STREAM_BLOCK + STREAM_SUMS);
             stream_columns(&j, negsum, lo, hi < d->n ? hi : d->n, area);
-        } else if (split != SPLIT_NONE) { /* columns or rows [lo, hi) as a matrix of their own */
-            const bool cols = split == SPLIT_COLUMNS;
-            const int64_t ext = cols ? d->n : d->m, unit = cols ? NR : MR, panels = (ext + unit - 1) / unit;
-            const int64_t lo = panels * tid / nth * unit, end = panels * (tid + 1) / nth * unit, hi = end < ext ? end : ext;
+        } else if (split != TSR_SPLIT_NONE) { /* columns or rows [lo, hi) as a matrix of their own */
+            const bool cols = split == TSR_SPLIT_COLUMNS;
+            int64_t lo, hi;
+            tsr_split_range(cols ? d->n : d->m, cols ? NR : MR, tid, nth, &lo, &hi);
             tsr_gemm_desc share = *d;
             job js = j;
             js.d = &share;
@@ -642,24 +611,25 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t nc = ((d->n < s->v[KNOB_NC] ? d->n : s->v[KNOB_NC]) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < s->v[KNOB_MC] ? d->m : s->v[KNOB_MC]) + MR - 1) / MR * MR;
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 1e6);
-    const int split = path == PATH_PACKED ? split_of(d, nt) : SPLIT_NONE;
+    const int split = path == PATH_PACKED ? tsr_split_of(d->m, d->n, MR, NR, nt) : TSR_SPLIT_NONE;
     /* the rows and columns one buffer holds */
-    const int64_t mcb = split_mc(d, mc, split, nt), ncb = split_nc(d, nc, split, nt);
+    const int64_t mcb = tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt),
+                  ncb = tsr_split_share(d->n, nc, NR, split == TSR_SPLIT_COLUMNS, nt);
     const size_t abuf = (size_t)(mcb * kc), bbuf = (size_t)(ncb / NR) * (size_t)(kc * NR + NR * 4);
     /* dot path: op(A) stored k x m is copied row-major once per matrix */
     const size_t bytes = path == PATH_DOT ? (d->trans_a ? (size_t)(d->m * d->k) : 0)
                          : path == PATH_STREAM ? stream_area_offset(d) + (size_t)nt * (STREAM_BLOCK + STREAM_SUMS)
-                         : split != SPLIT_NONE ? (size_t)nt * (abuf + bbuf)
+                         : split != TSR_SPLIT_NONE ? (size_t)nt * (abuf + bbuf)
                                                : abuf + bbuf;
     char *buf = bytes ? tsr_scratch_get(bytes) : NULL;
     if (bytes && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");
     if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
-        run_matrices(d, g, path, mc, kc, nc, buf, abuf, bbuf, SPLIT_NONE, 0, 1);
+        run_matrices(d, g, path, mc, kc, nc, buf, abuf, bbuf, TSR_SPLIT_NONE, 0, 1);
     } else {
 #pragma omp parallel num_threads(nt)
         { /* a smaller team than planned shares the buffers as one */
-            const int nth = omp_get_num_threads(), sp = nth == nt ? split : SPLIT_NONE;
-            run_matrices(d, g, path, sp == SPLIT_NONE ? mc : mcb, kc, sp == SPLIT_NONE ? nc : ncb, buf, abuf, bbuf, sp,
+            const int nth = omp_get_num_threads(), sp = nth == nt ? split : TSR_SPLIT_NONE;
+            run_matrices(d, g, path, sp == TSR_SPLIT_NONE ? mc : mcb, kc, sp == TSR_SPLIT_NONE ? nc : ncb, buf, abuf, bbuf, sp,
                          omp_get_thread_num(), nth);
         }
     }

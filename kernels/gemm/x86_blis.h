@@ -832,6 +832,42 @@ static job job_for(const job *base, int64_t bt) {
     return j;
 }
 
+/* Whether gemm_one runs its Goto loops (packed, or f32 B read in place by
+ * the micro-kernel), which a team can split by tsr_split_of. */
+static bool goto_loops(const tsr_gemm_desc *d, bool pack_b) {
+#ifdef GEMM_BF16_DOT
+    return !bf16_dot_ok(d) && pack_b;
+#else
+    return pack_b || (!d->trans_b && d->m > STREAM_ROWS);
+#endif
+}
+
+/* Columns (or rows) [lo, hi) of g as a problem of their own: B (A), C and
+ * the epilogue's data moved to the share's first element. */
+static tsr_gemm_problem share_of(const tsr_gemm_problem *g, bool cols, int64_t lo, int64_t hi) {
+    const tsr_gemm_desc *d = &g->d;
+    tsr_gemm_problem s = *g;
+    const size_t ec = tsr_dtype_size(d->c_dtype);
+    if (cols) {
+        s.d.n = hi - lo;
+        s.b = (const char *)g->b + (size_t)(d->trans_b ? lo * d->ldb : lo) * tsr_dtype_size(d->b_dtype);
+        s.c = (char *)g->c + (size_t)lo * ec;
+    } else {
+        s.d.m = hi - lo;
+        s.a = (const char *)g->a + (size_t)(d->trans_a ? lo : lo * d->lda) * tsr_dtype_size(d->a_dtype);
+        s.c = (char *)g->c + (size_t)(lo * d->ldc) * ec;
+    }
+    for (int i = 0; i < s.d.epilogue.num_steps; i++) {
+        tsr_epilogue_step *e = &s.d.epilogue.steps[i];
+        const size_t ee = tsr_dtype_size(e->dtype);
+        if (e->op == TSR_EPI_BIAS && e->data && cols != g->bias_along_m)
+            e->data = (const char *)e->data + (size_t)lo * ee;
+        else if (e->op == TSR_EPI_RESIDUAL && e->data)
+            e->data = (const char *)e->data + (size_t)(cols ? lo : lo * e->ld) * ee;
+    }
+    return s;
+}
+
 static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
@@ -849,15 +885,25 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t kc = d->k < base.kc ? (d->k > 0 ? d->k : 1) : base.kc;
     const int64_t nc = ((d->n < base.nc ? d->n : base.nc) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < base.mc ? d->m : base.mc) + MR - 1) / MR * MR;
-    size_t abuf = (size_t)(mc * kc), bbuf = (size_t)(nc * kc);
     const bool per_matrix = s->v[KNOB_BATCH_PAR] && d->batch > 1;
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch,
                                    THREAD_MIN_FLOPS);
+    /* Up to 256^3 a team splits each matrix between its threads (two
+     * threads, best of 5: f32 96^3 134 -> 160 GFLOP/s, 128^3 164 -> 191;
+     * bf16 96^3 80 -> 120, 128^3 94-109 -> 283-303); from 192^3 to 2048^3
+     * f32 measured the same either way within this VM's noise, and keeps
+     * the shared buffers (one copy of A) there. */
+    const bool small = (double)d->m * (double)d->n * (double)d->k <= 256.0 * 256.0 * 256.0;
+    const int split = small && !per_matrix && goto_loops(d, base.pack_b) ? tsr_split_of(d->m, d->n, MR, NR, nt)
+                                                                         : TSR_SPLIT_NONE;
+    /* the rows and columns one thread's buffers hold */
+    size_t abuf = (size_t)(tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt) * kc),
+           bbuf = (size_t)(tsr_split_share(d->n, nc, NR, split == TSR_SPLIT_COLUMNS, nt) * kc);
 #ifdef GEMM_BF16_DOT
     if (!base.pack_b) /* the stream path's region in place of the A panels, per team */
         abuf = (stream_region_bytes(d, per_matrix ? 1 : nt) + sizeof(float) - 1) / sizeof(float), bbuf = 0;
 #endif
-    const int nbuf = per_matrix ? nt : 1;
+    const int nbuf = per_matrix || split != TSR_SPLIT_NONE ? nt : 1;
     float *buf = tsr_scratch_get((abuf + bbuf) * sizeof(float) * (size_t)nbuf);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "%s: no memory for packing buffers", GEMM_NAME);
     if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
@@ -871,17 +917,30 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
 #pragma omp parallel num_threads(nt)
     {
         int tid = omp_get_thread_num(), nth = omp_get_num_threads();
-        if (per_matrix) { /* each thread owns whole matrices */
+        if (split != TSR_SPLIT_NONE && nth == nt) { /* each thread owns its share of every matrix */
+            const bool cols = split == TSR_SPLIT_COLUMNS;
+            int64_t lo, hi;
+            tsr_split_range(cols ? d->n : d->m, cols ? NR : MR, tid, nth, &lo, &hi);
+            const tsr_gemm_problem gs = share_of(g, cols, lo, hi);
+            job bs = base;
+            bs.g = &gs;
+            float *ap = buf + (size_t)tid * (abuf + bbuf), *bp = ap + abuf;
+            for (int64_t bt = 0; bt < d->batch && hi > lo; bt++) {
+                job j = job_for(&bs, bt);
+                gemm_one(&j, ap, bp, 0, 1);
+            }
+        } else if (per_matrix) { /* each thread owns whole matrices */
             float *ap = buf + (size_t)tid * (abuf + bbuf), *bp = ap + abuf;
 #pragma omp for schedule(dynamic, 1)
             for (int64_t bt = 0; bt < d->batch; bt++) {
                 job j = job_for(&base, bt);
                 gemm_one(&j, ap, bp, 0, 1);
             }
-        } else {
+        } else { /* a smaller team than a split was sized for shares the buffers as one */
+            float *bp = buf + (split != TSR_SPLIT_NONE ? (size_t)(mc * kc) : abuf);
             for (int64_t bt = 0; bt < d->batch; bt++) {
                 job j = job_for(&base, bt);
-                gemm_one(&j, buf, buf + abuf, tid, nth);
+                gemm_one(&j, buf, bp, tid, nth);
 #ifdef GEMM_BF16_DOT
                 /* the stream path: the next matrix's rows of A overwrite this one's */
                 if (bt + 1 < d->batch && !base.pack_b) tsr_team_barrier(nth);
