@@ -623,14 +623,17 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
                                                : abuf + bbuf;
     char *buf = bytes ? tsr_scratch_get(bytes) : NULL;
     if (bytes && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");
+    const size_t shared_abuf = (size_t)(mc * kc); /* unsplit: one A buffer of mc rows */
     if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
-        run_matrices(d, g, path, mc, kc, nc, buf, abuf, bbuf, TSR_SPLIT_NONE, 0, 1);
+        run_matrices(d, g, path, mc, kc, nc, buf, shared_abuf, bbuf, TSR_SPLIT_NONE, 0, 1);
     } else {
 #pragma omp parallel num_threads(nt)
-        { /* a smaller team than planned shares the buffers as one */
-            const int nth = omp_get_num_threads(), sp = nth == nt ? split : TSR_SPLIT_NONE;
-            run_matrices(d, g, path, sp == TSR_SPLIT_NONE ? mc : mcb, kc, sp == TSR_SPLIT_NONE ? nc : ncb, buf, abuf, bbuf, sp,
-                         omp_get_thread_num(), nth);
+        { /* a smaller team than planned (OMP_THREAD_LIMIT, nesting) shares the buffers as one */
+            const int nth = omp_get_num_threads();
+            if (split != TSR_SPLIT_NONE && nth == nt)
+                run_matrices(d, g, path, mcb, kc, ncb, buf, abuf, bbuf, split, omp_get_thread_num(), nth);
+            else
+                run_matrices(d, g, path, mc, kc, nc, buf, shared_abuf, bbuf, TSR_SPLIT_NONE, omp_get_thread_num(), nth);
         }
     }
     tsr_scratch_put(buf);
