@@ -120,7 +120,7 @@ static int blocks_for(int64_t n, int threads, int sms) {
 
 /* Workspace and the reduce launch around a split-k kernel. */
 static tsr_status splitk_prepare(tsr_context *ctx, gemm_args *a, int split, int64_t k_tile) {
-    if (split <= 1) return TSR_OK;
+    if (split <= 1 || a->K <= 0) return TSR_OK; /* k == 0: nothing to split, C = beta C (+ epilogue) */
     int64_t per = (a->K + split - 1) / split;
     per = (per + k_tile - 1) / k_tile * k_tile;
     int used = (int)((a->K + per - 1) / per);
