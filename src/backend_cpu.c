@@ -61,6 +61,7 @@ tsr_status tsr_cpu_backend_init(tsr_context *ctx, const tsr_context_options *opt
     else if (cap && *cap && strcmp(cap, "x86_avx512") != 0)
         tsr_log(TSR_LOG_WARN, "TESSERA_CPU_ARCH=%s is not generic, x86_avx2 or x86_avx512; ignored", cap);
     ctx->cpu_features = f;
+    ctx->cpu_amd = tsr_x86_cpu_is_amd();
     ctx->arch = arch_for(f);
     ctx->ops = &cpu_ops;
     ctx->compute_units = omp_get_num_procs();

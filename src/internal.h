@@ -63,6 +63,7 @@ struct tsr_context {
     int num_threads;
     uint32_t flags;          /* TSR_CONTEXT_* */
     uint32_t cpu_features;   /* TSR_CPU_* */
+    bool cpu_amd;            /* an AMD CPU: some schedule defaults differ by vendor */
     const char *arch;        /* best kernel arch for this device, e.g. "x86_avx2" */
     void *stream;
     void *backend_state;     /* owned by the backend's runtime */

@@ -104,11 +104,11 @@ START_TEST(blocks_schedules_threads) {
             continue;
         }
         /* small blocks so that every boundary is crossed at modest sizes;
-         * mc, kc, nc, pack_b, batch_parallel, pack_a */
-        const tsr_schedule scheds[] = {{{48, 128, 1008, 1, 0, 1}},
-                                       {{96, 192, 2016, 0, 0, 0}},
-                                       {{144, 256, 4032, 1, 1, 0}},
-                                       {{48, 128, 1008, 0, 1, 1}}};
+         * mc, kc, nc, pack_b, batch_parallel, pack_a, far_prefetch */
+        const tsr_schedule scheds[] = {{{48, 128, 1008, 1, 0, 1, 0}},
+                                       {{96, 192, 2016, 0, 0, 0, 1}},
+                                       {{144, 256, 4032, 1, 1, 0, 1}},
+                                       {{48, 128, 1008, 0, 1, 1, 0}}};
         const xcase cases[] = {
             {1, 1, 1, 0, 0, 0, 0, TSR_F32, 1, 0, 1, 0},
             {5, 17, 129, 0, 0, 0, 1, TSR_F32, 1, 0, 1, 0},
@@ -136,6 +136,8 @@ START_TEST(blocks_schedules_threads) {
             {16, 1100, 157, 0, 0, 1, 3, TSR_F32, 1, 0.5f, 2, 0}, /* bf16: 512-column chunks, blocks of 32 k and 29 */
             {2, 2100, 45, 1, 0, 0, 2, TSR_F32, 1, 0, 1, 1},      /* bf16: five chunks, the last of 52 columns */
             {9, 40, 7, 0, 0, 0, 4, TSR_F32, 0.5f, 0, 1, 0},
+            /* B read in place from beyond L2 (1.7 MB), its rows fetched ahead near or far */
+            {20, 1500, 301, 0, 0, 0, 1, TSR_F32, 1, 0.5f, 1, 0},
             /* two threads split by row panels (one column panel): bias
              * along m, the residual, transposes, batch, a narrow C */
             {96, 40, 200, 1, 1, 1, 2, TSR_F32, 1, 0.5f, 2, 0},

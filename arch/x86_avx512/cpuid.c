@@ -42,6 +42,12 @@ uint32_t tsr_x86_cpu_features(void) {
     return f;
 }
 
+bool tsr_x86_cpu_is_amd(void) {
+    unsigned a, r[3];
+    if (!__get_cpuid(0, &a, &r[0], &r[2], &r[1])) return false; /* ebx, edx, ecx spell the vendor */
+    return memcmp(r, "AuthenticAMD", 12) == 0;
+}
+
 void tsr_x86_cpu_name(char *buf, size_t len) {
     if (!len) return;
     unsigned r[12];
@@ -62,5 +68,6 @@ void tsr_x86_cpu_name(char *buf, size_t len) {
 }
 #else
 uint32_t tsr_x86_cpu_features(void) { return 0; }
+bool tsr_x86_cpu_is_amd(void) { return false; }
 void tsr_x86_cpu_name(char *buf, size_t len) { snprintf(buf, len, "CPU"); }
 #endif

@@ -25,7 +25,7 @@
 #endif
 #include "x86_ukernel.h"
 
-enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PACK_B, KNOB_BATCH_PAR, KNOB_PACK_A };
+enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PACK_B, KNOB_BATCH_PAR, KNOB_PACK_A, KNOB_AHEAD };
 
 static const int mc_values[] = {48, 96, 144, 192, 288};
 static const int kc_values[] = {128, 192, 256, 384, 512};
@@ -35,6 +35,7 @@ static const int onoff_values[] = {0, 1};
 static const tsr_knob gemm_knobs[] = {
     {"mc", 5, mc_values}, {"kc", 5, kc_values}, {"nc", 4, nc_values},
     {"pack_b", 2, onoff_values}, {"batch_parallel", 2, onoff_values}, {"pack_a", 2, onoff_values},
+    {"far_prefetch", 2, onoff_values}, /* in-place B fetched ukr_ahead_near (0) or _far (1) rows ahead */
 };
 
 static bool f32_or_same(const void *p, tsr_dtype t) { return !p || t == TSR_F32; }
@@ -144,6 +145,7 @@ static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
      * 32^3 to 4096^3 on Zen 4 (most at small N, where a move per element
      * of A weighs against only N multiply-adds). */
     s->v[KNOB_PACK_A] = !can_skip_pack_a(d);
+    s->v[KNOB_AHEAD] = ctx->cpu_amd; /* see ukr_ahead */
 }
 
 static bool blis_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
@@ -183,7 +185,7 @@ typedef struct job {
     int64_t mc, kc, nc;
     bool pack_a, pack_b;
     bool plain_epilogue; /* ukr_epilogue_plain can run it: tiles still stored from registers */
-    bool prefetch_b;     /* B read in place is larger than L2: its rows are fetched ahead */
+    const ukr_ahead *ahead; /* B read in place is larger than L2: its rows are fetched this far ahead */
 } job;
 
 static inline float load_in(const void *p, tsr_dtype t, int64_t i) {
@@ -272,9 +274,9 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
  * last). B is always packed (ldb unused). */
 static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t kc, const float *restrict ap,
                                                                int64_t a_rs, int64_t a_step, int64_t mr,
-                                                               const float *restrict bp, int64_t ldb, bool prefetch_b,
+                                                               const float *restrict bp, int64_t ldb, const ukr_ahead *ahead,
                                                                vf acc[MR][NV]) {
-    (void)ldb, (void)prefetch_b;
+    (void)ldb, (void)ahead;
     const uint32_t *bw = (const uint32_t *)bp;
     const uint16_t *rows[MR];
     for (int i = 0; i < MR; i++) rows[i] = (const uint16_t *)ap + (i < mr ? i : mr - 1) * a_rs;
@@ -349,12 +351,12 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
  * the last one) * B (kc x nv * VL, rows ldb apart). */
 static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t kc, const float *restrict a,
                                                                int64_t a_rs, int64_t a_step, int64_t mr,
-                                                               const float *restrict bp, int64_t ldb, bool prefetch_b,
+                                                               const float *restrict bp, int64_t ldb, const ukr_ahead *ahead,
                                                                vf acc[MR][NV]) {
     const float *rows[MR];
     for (int i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_rs;
     ukr_zero(acc);
-    ukr_fma_nv(nv, kc, rows, a_step, bp, ldb, prefetch_b, acc);
+    ukr_fma_nv(nv, kc, rows, a_step, bp, ldb, ahead, acc);
 }
 
 #endif /* GEMM_BF16_DOT */
@@ -424,7 +426,7 @@ static inline __attribute__((always_inline)) void tile_nv(const int nv, const jo
                                                           const float *restrict bp, int64_t ldb, int64_t i0,
                                                           int64_t mr, int64_t j0, int64_t nr, bool first, bool last) {
     vf acc[MR][NV];
-    micro_kernel(nv, kc, a, a_rs, a_step, mr, bp, ldb, ldb != NR && j->prefetch_b, acc);
+    micro_kernel(nv, kc, a, a_rs, a_step, mr, bp, ldb, ldb != NR ? j->ahead : NULL, acc);
     if (store_tile_regs(j, acc, nv, i0, mr, j0, nr, first, last)) return;
     /* a copy for the general store: were acc's own address taken, every
      * tile would keep its accumulators in memory (zeroed and spilled
@@ -876,7 +878,8 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
                 .plain_epilogue = ukr_epilogue_is_plain(&d->epilogue)};
     if (!base.pack_a && !can_skip_pack_a(d)) base.pack_a = true;
     if (!base.pack_b && !can_skip_pack_b(d)) base.pack_b = true;
-    base.prefetch_b = !base.pack_b && d->k * d->ldb * (int64_t)sizeof(float) > ((int64_t)1 << 20);
+    if (!base.pack_b && d->k * d->ldb * (int64_t)sizeof(float) > ((int64_t)1 << 20))
+        base.ahead = s->v[KNOB_AHEAD] ? &ukr_ahead_far : &ukr_ahead_near;
     if (d->c_dtype != TSR_F32 && d->k > base.kc) { /* a narrow C takes the sum once: one K block, */
         base.kc = d->k;                             /* B blocks of at most 8 Mi floats */
         const int64_t most = ((int64_t)8 << 20) / d->k / NR * NR;

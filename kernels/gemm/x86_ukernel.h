@@ -15,21 +15,28 @@
 #include "../../arch/x86_avx2/prefetch.h"
 #include "internal.h"
 
-/* Rows of in-place B fetched ahead: into L1 (12-16 measured alike, 6-8 and
- * 24+ slower), and much further ahead into L2, which keeps enough misses
- * in flight for DRAM (16x4096x4096 90 -> 111 GFLOP/s, 8x4096x4096 52 -> 75;
- * 128-256 rows gave less, 512 no more). */
-#define UKR_PF_ROWS 12
-#define UKR_PF2_ROWS 384
+/* How many rows ahead in-place B is fetched, into L1 and into L2. The
+ * best distances differ by CPU (16x4096x4096 f32, B 64 MiB read in place):
+ * Zen 4 wants the far ones (L1 12-16 alike, 6-8 and 24+ slower; L2 384
+ * rows, which keeps enough misses in flight for DRAM: 90 -> 111 GFLOP/s on
+ * two threads, 128-256 less, 512 no more); on an Emerald Rapids VM those
+ * halve the speed (46 / 96 GFLOP/s on one / two threads) and the near ones
+ * (L1 6-8, L2 20-24 best) give 88 / 182 (L2 48: 75 / 158; none: 79 / 170). */
+typedef struct ukr_ahead {
+    int64_t l1, l2;
+} ukr_ahead;
+static const ukr_ahead ukr_ahead_near = {8, 24}, ukr_ahead_far = {12, 384};
 
 /* acc += A(MR x kc) * B(kc x nv * VL): nv (a constant after inlining, at
  * most NV) narrows the tile for the last column panel of a GEMM, so that a
- * ragged edge does not pay for NV vectors of FMAs. prefetch_b: B is read in
- * place from beyond L2, and its rows are fetched ahead. */
+ * ragged edge does not pay for NV vectors of FMAs. ahead: B is read in
+ * place from beyond L2, and its rows are fetched that far ahead (NULL: B is
+ * packed or in cache). */
 static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64_t kc, const float *const rows[MR],
                                                              int64_t step, const float *restrict bp, int64_t ldb,
-                                                             bool prefetch_b, vf acc[MR][NV]) {
+                                                             const ukr_ahead *ahead, vf acc[MR][NV]) {
     const float *r[MR];
+    const int64_t ahead1 = ahead ? ahead->l1 * ldb : 0, ahead2 = ahead ? ahead->l2 * ldb : 0;
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) r[i] = rows[i];
     for (int64_t p = 0; p < kc; p++) {
@@ -39,11 +46,11 @@ static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64
          * line of them (the first line alone left 16x4096x4096 at ~65
          * GFLOP/s against ~85). A B in cache gains nothing from them,
          * and their addresses lie past its end (32^3: ~3% without). */
-        if (prefetch_b) {
+        if (ahead) {
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) {
-                tsr_prefetch_l1((const char *)(bp + (p + UKR_PF_ROWS) * ldb + v * VL));
-                tsr_prefetch_l2((const char *)(bp + (p + UKR_PF2_ROWS) * ldb + v * VL));
+                tsr_prefetch_l1((const char *)(bp + p * ldb + ahead1 + v * VL));
+                tsr_prefetch_l2((const char *)(bp + p * ldb + ahead2 + v * VL));
             }
         }
 #pragma GCC unroll 4
@@ -60,7 +67,7 @@ static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64
 /* acc += A(MR x kc) * B(kc x NR). */
 static inline __attribute__((always_inline)) void ukr_fma(int64_t kc, const float *const rows[MR], int64_t step,
                                                           const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
-    ukr_fma_nv(NV, kc, rows, step, bp, ldb, ldb != NR, acc);
+    ukr_fma_nv(NV, kc, rows, step, bp, ldb, ldb != NR ? &ukr_ahead_far : NULL, acc);
 }
 
 static inline void ukr_zero(vf acc[MR][NV]) {
