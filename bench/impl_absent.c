@@ -29,4 +29,5 @@ void row_onednn_destroy(row_prim *p) { (void)p; }
 #endif
 #ifdef TSR_BENCH_NO_OPENBLAS
 const gemm_impl impl_openblas = {"openblas", absent, NULL, NULL, NULL};
+void openblas_fair_coretype(char **argv) { (void)argv; }
 #endif

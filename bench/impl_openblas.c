@@ -2,6 +2,8 @@
 #include <cblas.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #include "impls.h"
 
@@ -12,6 +14,19 @@ static bool init(int threads, char *why, size_t n) {
     static bool said;
     if (!said) printf("openblas: %s kernels (%s)\n", openblas_get_corename(), openblas_get_config()), said = true;
     return true;
+}
+
+void openblas_fair_coretype(char **argv) {
+    if (getenv("OPENBLAS_CORETYPE")) return;
+    __builtin_cpu_init();
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512bw") ||
+        !__builtin_cpu_supports("avx512vl") || !__builtin_cpu_supports("avx512dq") ||
+        !__builtin_cpu_supports("avx512cd"))
+        return;
+    if (setenv("OPENBLAS_CORETYPE", "SkylakeX", 1) != 0) return;
+    fflush(stdout);
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE"); /* no re-exec: OpenBLAS keeps its own choice, which init() prints */
 }
 
 static int sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a, const float *b, float *c) {

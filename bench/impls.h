@@ -20,4 +20,12 @@ typedef struct gemm_impl {
 
 extern const gemm_impl impl_tessera, impl_onednn, impl_openblas;
 
+/* OpenBLAS's DYNAMIC_ARCH build picks its kernels from the CPU model when it
+ * is loaded, before main, and falls back to old ones on models it does not
+ * know (Prescott's SSE3 on Emerald Rapids): on a CPU with the AVX-512 its
+ * SkylakeX kernels need, this sets OPENBLAS_CORETYPE=SkylakeX (unless the
+ * caller set it) and runs the program again with it. Returns only when it
+ * does not re-execute. */
+void openblas_fair_coretype(char **argv);
+
 #endif

@@ -159,6 +159,7 @@ static bool offers(const gemm_impl *impl, int dt) {
 }
 
 int main(int argc, char **argv) {
+    openblas_fair_coretype(argv);
     const char *sets[16];
     int nsets = 0, summary = 0, quick = 0, rss = 0, first_result = 0, tune_timeout = 0;
     if (argc == 3 && !strcmp(argv[1], "--first-result-child")) {
