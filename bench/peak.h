@@ -8,5 +8,8 @@ float peak_run(long iters, int threads);
 int peak_i8_available(void);
 double peak_i8_ops_per_iter(long iters, int threads);
 int peak_i8_run(long iters, int threads);
+/* the fastest single peak_run / peak_i8_run so far (0 before any) */
+double peak_best(void);
+double peak_i8_best(void);
 
 #endif
