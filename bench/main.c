@@ -73,6 +73,15 @@ static void bench_peak_i8(gb_state *st, void *arg) {
     while (gb_keep_running(st)) peak_i8_run(peak_iters, threads);
 }
 
+/* The peak cases; registered before and after the GEMMs, their fastest run
+ * (peak_best) is the summary's limit. */
+static void register_peaks(bool i8) {
+    char name[64];
+    snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
+    gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
+    if (i8) gb_register("peak/i8/vpdpbusd/avx512_vnni/registers", bench_peak_i8, NULL, peak_i8_ops_per_iter(peak_iters, threads), 0);
+}
+
 static void usage(void) {
     puts("usage: tessera-bench [--op gemm|conv|attention|rowwise|lookup] [--backend cpu|cuda|opencl]\n"
          "                     [--shapes NAME|FILE]...\n"
@@ -280,12 +289,8 @@ int main(int argc, char **argv) {
     }
     if (!any) return fprintf(stderr, "tessera-bench: --dtypes for the cpu GEMM: f32, bf16, i8, not '%s'\n", dtypes), 2;
     char name[192];
-    snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
     const bool peak_i8 = want_dt[DT_I8] && peak_i8_available();
-    gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
-    if (peak_i8)
-        gb_register("peak/i8/vpdpbusd/avx512_vnni/registers", bench_peak_i8, NULL,
-                    peak_i8_ops_per_iter(peak_iters, threads), 0);
+    register_peaks(peak_i8);
     for (int si = 0; si < nsets; si++) {
         gemm_shape *shapes;
         int n = shapes_read_gemm(sets[si], BENCH_SHAPES_DIR, &shapes);
@@ -308,8 +313,8 @@ int main(int argc, char **argv) {
     /* Shape by shape, each library's case next to ours, so that a machine
      * whose speed drifts over minutes (a VM) times both in the same minute;
      * OpenBLAS after all of them, since its idle worker threads spin after
-     * each call and would compete with whatever ran next. Then the peak
-     * again: its fastest run, start or end, is the summary's limit. */
+     * each call and would compete with whatever ran next. Then the peaks
+     * again. */
     for (int late = 0; late < 2; late++)
         for (int i = 0; i < ncases; i++) {
             const gemm_shape *s = &cases[i].s;
@@ -318,19 +323,14 @@ int main(int argc, char **argv) {
                      (long long)s->m, (long long)s->n, (long long)s->k, cases[i].impl->name);
             gb_register(name, bench_gemm, &cases[i], 2.0 * s->m * s->n * s->k, 0);
         }
-    snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
-    gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
-    if (peak_i8)
-        gb_register("peak/i8/vpdpbusd/avx512_vnni/registers", bench_peak_i8, NULL,
-                    peak_i8_ops_per_iter(peak_iters, threads), 0);
+    register_peaks(peak_i8);
     gb_run();
 
     const gb_result *r;
     int nr = gb_results(&r), mismatches = 0;
     for (int i = 0; i < ncases; i++) mismatches += cases[i].mismatch;
     if (summary) {
-        double peak[NUM_DT] = {0};
-        peak[DT_F32] = peak_best(), peak[DT_I8] = peak_i8_best();
+        const double peak[NUM_DT] = {[DT_F32] = peak_best(), [DT_I8] = peak_i8_best()};
         printf("\nsummary: GFLOP/s (i8: GOP/s), %d threads; peak = %.1f GFLOP/s (fastest measured FMA run)", threads,
                peak[DT_F32]);
         if (peak[DT_I8] > 0) printf(", i8 %.1f GOP/s (fastest measured vpdpbusd run)", peak[DT_I8]);

@@ -64,7 +64,8 @@ static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64
     }
 }
 
-/* acc += A(MR x kc) * B(kc x NR). */
+/* acc += A(MR x kc) * B(kc x NR); B in place (conv's filters) fetched the far
+ * distances, the only ones measured for it (Zen 4). */
 static inline __attribute__((always_inline)) void ukr_fma(int64_t kc, const float *const rows[MR], int64_t step,
                                                           const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
     ukr_fma_nv(NV, kc, rows, step, bp, ldb, ldb != NR ? &ukr_ahead_far : NULL, acc);
