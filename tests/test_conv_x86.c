@@ -4,7 +4,7 @@
  * output channels per group than one panel), depthwise with and without a
  * multiplier, NCHW and every filter format, f16/bf16 inputs and outputs,
  * each epilogue step (and a residual that is y itself), every algorithm and
- * several blockings, 1 and 2 threads. Tolerances scale with sum |x||w| per
+ * several blockings, 1 and 2 threads (depthwise also 3). Tolerances scale with sum |x||w| per
  * output (what f32 accumulation can lose) plus the output dtype's rounding.
  * Kernels this CPU cannot run print SKIP. */
 #include <math.h>
@@ -121,6 +121,15 @@ static const conv_case cases[] = {
     {1, 64, 7, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_GELU_ERF},
     {1, 32, 9, 11, 32, 5, 5, 1, 1, 2, 2, 2, 2, 1, 1, 32, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     {1, 24, 8, 9, 24, 3, 3, 1, 2, 2, 2, 2, 2, 2, 2, 24, TSR_NHWC, TSR_FILTER_OHWI, TSR_F16, TSR_F16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    /* depthwise rows in tiles of equal widths (40 = 14 + 13 + 13, 23 = 12 +
+     * 11, 17 = 9 + 8, stride 2 to 14), channels in several L1 chunks with a
+     * ragged last vector, pads of 3 (past the column walk's edges: the
+     * per-tap loop), an epilogue stored from memory (residual) */
+    {1, 200, 9, 40, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 200, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {2, 48, 6, 28, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 48, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES, 0},
+    {1, 33, 5, 23, 33, 3, 3, 1, 1, 3, 3, 3, 3, 1, 1, 33, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
+    {3, 64, 4, 23, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 160, 5, 17, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 160, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
     /* HWIO whose groups fill whole panels: read in place */
     {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
@@ -157,7 +166,9 @@ START_TEST(shapes_schedules_threads) {
         const tsr_schedule scheds[] = {{{0, 1, 1, 1}}, {{0, 4, 2, 0}}, {{0, 16, 32, 1}}, {{1, 1, 1, 0}}, {{2, 1, 1, 0}},
                                        {{0, 2, 3, 0}}};
         for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
-            for (int threads = 1; threads <= 2; threads++) {
+            /* depthwise splits rows (and channel groups) evenly over the
+             * threads: 3 as well, whose shares of 2 or 14 rows are ragged */
+            for (int threads = 1; threads <= (cases[ci].g == cases[ci].c ? 3 : 2); threads++) {
                 tsr_context_set_num_threads(ctx, threads);
                 tsr_schedule s;
                 tt_conv_default_schedule(k, ctx, &cases[ci], &s);

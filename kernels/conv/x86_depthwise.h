@@ -76,39 +76,54 @@ static inline __attribute__((always_inline)) vf load_lanes(const float *p, int n
     return n == VL ? vf_load(p) : vf_load_n(p, n);
 }
 
-/* n (1..VL) activations from element e of x, as f32; t is j->x_dtype,
- * a constant where the caller instantiates per dtype. A ragged 16-bit
- * vector is a masked load on AVX-512 rather than a lane-by-lane
- * conversion. */
-static inline __attribute__((always_inline)) vf dw_load_x(const conv_job *j, const tsr_dtype t, int64_t e, int n) {
-    if (t == TSR_F32) return load_lanes(j->x + e, n);
-    if (n == VL) return vf_load_dtype(j->x, t, e);
+/* n (1..VL) activations at p (in x), as f32; t is j->x_dtype, a
+ * constant where the caller instantiates per dtype. A ragged 16-bit vector
+ * is a masked load on AVX-512 rather than a lane-by-lane conversion. */
+static inline __attribute__((always_inline)) vf dw_load_xp(const char *p, const tsr_dtype t, int n) {
+    if (t == TSR_F32) return load_lanes((const float *)(const void *)p, n);
+    if (n == VL) return vf_load_dtype(p, t, 0);
 #if VL == 16
-    const __m256i raw = _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1), (const uint16_t *)(const void *)j->x + e);
+    const __m256i raw = _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1), p);
     return t == TSR_F16 ? _mm512_cvtph_ps(raw) : _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
 #else
-    return vf_load_n_dtype(j->x, t, e, n);
+    return vf_load_n_dtype(p, t, 0, n);
 #endif
 }
+
+/* Bytes of an x element (f32, f16 or bf16), known at compile time where t
+ * is: tsr_dtype_size is a call, around which every accumulator would be
+ * spilled. */
+static inline __attribute__((always_inline)) int64_t dw_x_size(const tsr_dtype t) { return t == TSR_F32 ? 4 : 2; }
+
+/* dw_load_xp at element e of x. */
+static inline __attribute__((always_inline)) vf dw_load_x(const conv_job *j, const tsr_dtype t, int64_t e, int n) {
+    return dw_load_xp((const char *)j->x + e * dw_x_size(t), t, n);
+}
+
+/* Columns at each end of a column walk's tile that may be padding. */
+#define DW_EDGE 2
 
 /* What a tile needs besides its position, fixed for the call. */
 typedef struct dw_geo {
     int64_t C, H, W, R, S, sh, sw, dh, dw, pt, pl, P, Q;
     bool regs_epi_full, regs_epi_tail; /* dw_regs_epilogue */
+    bool y_f32;
 } dw_geo;
 
 /* Whether dw_epilogue_regs applies e to tiles of whole vectors (full) or of
- * a ragged one (tail), and their stores stay call-free: relu or no
- * activation, and for a tail f32 data and y (a ragged 16-bit vector
- * converts lane by lane). */
-static bool dw_regs_epilogue(const tsr_epilogue *e, tsr_dtype y_dtype, bool full) {
+ * a ragged one (tail): bias steps (f32 data for a tail) and relu or no
+ * activation. A residual, another activation or a y other than f32 take
+ * dw_store_general: kept inline for each of a row's tile widths, their
+ * dtype branches made the kernel four times the size. */
+static bool dw_regs_epilogue(const tsr_epilogue *e, bool full) {
     for (int s = 0; s < e->num_steps; s++) {
         const tsr_epilogue_step *st = &e->steps[s];
-        if (st->op == TSR_EPI_ACTIVATION ? st->activation != TSR_ACT_RELU && st->activation != TSR_ACT_NONE
-                                         : !full && st->dtype != TSR_F32)
+        if (st->op == TSR_EPI_RESIDUAL ||
+            (st->op == TSR_EPI_ACTIVATION ? st->activation != TSR_ACT_RELU && st->activation != TSR_ACT_NONE
+                                          : !full && st->dtype != TSR_F32))
             return false;
     }
-    return full || y_dtype == TSR_F32;
+    return true;
 }
 
 /* The bias of a step at channel c0 (f32 data where lanes < VL). */
@@ -116,33 +131,33 @@ static inline __attribute__((always_inline)) vf dw_bias(const tsr_epilogue_step 
     return lanes == VL ? vf_load_dtype(st->data, st->dtype, c0) : vf_load_n((const float *)st->data + c0, lanes);
 }
 
-/* ukr_epilogue from step `first` on the T accumulators of a tile (one
- * channel vector at c0, outputs C apart from element y0), step by step:
- * each step's test once per tile rather than per pixel, the bias loaded
- * once. relu is max(0, x), one instruction: maxps returns its second
- * operand where either is NaN, so NaN stays NaN as in vf_relu. */
+/* The bias and relu steps from step `first` on the T accumulators of a
+ * tile (one channel vector at c0), step by step: each step's test once per
+ * tile rather than per pixel, the bias loaded once. relu is max(0, x), one
+ * instruction: maxps returns its second operand where either is NaN, so
+ * NaN stays NaN as in vf_relu. */
 static inline __attribute__((always_inline)) void dw_epilogue_regs(const tsr_epilogue *e, int first, vf acc[],
-                                                                    const int T, int64_t c0, int64_t y0, int64_t C,
-                                                                    int lanes) {
+                                                                    const int T, int64_t c0, int lanes) {
     for (int s = first; s < e->num_steps; s++) {
         const tsr_epilogue_step *st = &e->steps[s];
         if (st->op == TSR_EPI_BIAS) {
             const vf b = dw_bias(st, c0, lanes);
 #pragma GCC unroll 16
             for (int i = 0; i < T; i++) acc[i] = vf_add(acc[i], b);
-        } else if (st->op == TSR_EPI_RESIDUAL) {
-            const vf scale = vf_set1(st->scale);
-#pragma GCC unroll 16
-            for (int i = 0; i < T; i++) {
-                const int64_t at = y0 + i * C;
-                const vf r = lanes == VL ? vf_load_dtype(st->data, st->dtype, at) : vf_load_n((const float *)st->data + at, lanes);
-                acc[i] = vf_fma(scale, r, acc[i]);
-            }
-        } else if (st->activation == TSR_ACT_RELU) {
+        } else if (st->op == TSR_EPI_ACTIVATION && st->activation == TSR_ACT_RELU) {
 #pragma GCC unroll 16
             for (int i = 0; i < T; i++) acc[i] = vf_max(vf_zero(), acc[i]);
         }
     }
+}
+
+/* The whole epilogue and the store of T sums spilled to acc (outputs C
+ * apart from element y0, channels from c0). */
+static __attribute__((noinline)) void dw_store_general(const conv_job *j, int64_t C, const float (*acc)[VL], int T,
+                                                       int64_t c0, int64_t y0, int lanes) {
+    for (int i = 0; i < T; i++)
+        vf_store_n_dtype(j->y, j->d->y_dtype, y0 + i * C,
+                         ukr_epilogue(j->epi, vf_load(acc[i]), c0, false, 0, 0, y0 + i * C, lanes), lanes);
 }
 
 /* The epilogue and the store of a tile's T accumulators (one channel
@@ -152,22 +167,25 @@ static inline __attribute__((always_inline)) void dw_store_tile(const conv_job *
                                                                  const int T, int64_t c0, int64_t y0, const bool full,
                                                                  const int lanes, int first) {
     const int64_t C = g->C;
-    const tsr_dtype yt = j->d->y_dtype;
-    if (full ? g->regs_epi_full : g->regs_epi_tail) { /* call-free: the accumulators stay in registers */
-        dw_epilogue_regs(j->epi, first, acc, T, c0, y0, C, lanes);
+    if (g->y_f32 && (full ? g->regs_epi_full : g->regs_epi_tail)) { /* the accumulators stay in registers */
+        dw_epilogue_regs(j->epi, first, acc, T, c0, lanes);
+        float *y = (float *)j->y + y0;
+        if (lanes < VL) {
 #pragma GCC unroll 16
-        for (int i = 0; i < T; i++) {
-            if (yt == TSR_F32 && lanes < VL) vf_store_n((float *)j->y + y0 + i * C, acc[i], lanes);
-            else vf_put_dtype(j->y, yt, y0 + i * C, acc[i], j->stream_y);
+            for (int i = 0; i < T; i++) vf_store_n(y + i * C, acc[i], lanes);
+        } else if (j->stream_y) {
+#pragma GCC unroll 16
+            for (int i = 0; i < T; i++) vf_put_dtype(y, TSR_F32, i * C, acc[i], true);
+        } else {
+#pragma GCC unroll 16
+            for (int i = 0; i < T; i++) vf_store(y + i * C, acc[i]);
         }
         return;
     }
-    float spill[DW_TMAX][VL]; /* the general epilogue calls out: store the tile first */
+    float spill[DW_TMAX][VL] __attribute__((aligned(64)));
 #pragma GCC unroll 16
     for (int i = 0; i < T; i++) vf_store(spill[i], acc[i]);
-    for (int i = 0; i < T; i++)
-        vf_store_n_dtype(j->y, yt, y0 + i * C, ukr_epilogue(j->epi, vf_load(spill[i]), c0, false, 0, 0, y0 + i * C, lanes),
-                         lanes);
+    dw_store_general(j, C, (const float (*)[VL])spill, T, c0, y0, lanes);
 }
 
 /* T output pixels ow0 .. ow0 + T - 1 of row (n, oh), the nc (1..VL; VL
@@ -181,7 +199,7 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
     const int lanes = full ? VL : nc;
     const int64_t C = g->C, W = g->W, iw0 = ow0 * g->sw - g->pl;
     /* a leading bias step is where the sums start (one add less per pixel) */
-    const bool regs = full ? g->regs_epi_full : g->regs_epi_tail;
+    const bool regs = g->y_f32 && (full ? g->regs_epi_full : g->regs_epi_tail);
     const bool bias0 = regs && j->epi->num_steps > 0 && j->epi->steps[0].op == TSR_EPI_BIAS;
     const vf start = bias0 ? dw_bias(&j->epi->steps[0], c0, lanes) : vf_zero();
     vf acc[DW_TMAX];
@@ -193,15 +211,32 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
         const int64_t xrow = ((n * g->H + ih) * W + iw0) * C + c0; /* element of column iw0 (maybe padding) */
         const float *wr = j->wp + r * g->S * C + c0;
         if (SW) {
-            /* input column u of the tile feeds output i through tap s where
-             * u = i * SW + s; columns outside [0, W) are padding */
+            /* Input column u of the tile feeds output i through tap s where
+             * u = i * SW + s. Columns outside [0, W) are padding;
+             * depthwise_run keeps them to the first and last DW_EDGE, the
+             * only columns tested. x is read through a pointer stepped four
+             * pixels per four columns (the three between are it plus one,
+             * two or three strides in registers), each column loaded once
+             * into a register: with an index u * C GCC kept the multiples of
+             * C on the stack and in vector registers (three more
+             * instructions and two more loads per column, 1.5x the time at
+             * 28x28x192), and with the load folded into the three FMAs,
+             * three loads. The empty asm statements hold both choices. */
             const int span = (T - 1) * SW + 3;
             const int64_t u_lo = -iw0 > 0 ? -iw0 : 0, u_hi = W - iw0;
             const vf w0 = load_lanes(wr, lanes), w1 = load_lanes(wr + C, lanes), w2 = load_lanes(wr + 2 * C, lanes);
+            const int64_t xstep = C * dw_x_size(xt), xstep3 = 3 * xstep;
+            const char *xp = (const char *)j->x + xrow * dw_x_size(xt);
 #pragma GCC unroll 48
             for (int u = 0; u < span; u++) {
-                if (u < u_lo || u >= u_hi) continue;
-                const vf xv = dw_load_x(j, xt, xrow + u * C, lanes);
+                if (u % 4 == 0) {
+                    if (u) xp += 4 * xstep;
+                    __asm__("" : "+r"(xp));
+                }
+                if ((u < DW_EDGE || u >= span - DW_EDGE) && (u < u_lo || u >= u_hi)) continue;
+                vf xv = dw_load_xp(u % 4 == 0 ? xp : u % 4 == 1 ? xp + xstep : u % 4 == 2 ? xp + 2 * xstep : xp + xstep3,
+                                   xt, lanes);
+                __asm__("" : "+v"(xv));
                 if (u % SW == 0 && u / SW < T) acc[u / SW] = vf_fma(xv, w0, acc[u / SW]);
                 if (u >= 1 && (u - 1) % SW == 0 && (u - 1) / SW < T) acc[(u - 1) / SW] = vf_fma(xv, w1, acc[(u - 1) / SW]);
                 if (u >= 2 && (u - 2) % SW == 0 && (u - 2) / SW < T) acc[(u - 2) / SW] = vf_fma(xv, w2, acc[(u - 2) / SW]);
@@ -222,44 +257,58 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
     dw_store_tile(j, g, acc, T, c0, ((n * g->P + oh) * g->Q + ow0) * C + c0, full, lanes, bias0);
 }
 
-/* Row (n, oh), channels c0 .. c0 + nc - 1, in tiles: DW_TMAX wide, then
- * one of 8 and one of the rest (1..7), so that a row of 7, 14, 28, 56 or
- * 112 takes at most three tiles. */
+/* The T-wide tiles at ow of row (n, oh) for each whole channel vector
+ * from c_lo to c_hi in turn, so that a pixel's lines are read in address
+ * order, the next vector's right after this one's. */
+static inline __attribute__((always_inline)) void dw_tile_span(const conv_job *j, const dw_geo *g, int64_t n,
+                                                                int64_t oh, int64_t ow, const int T, const int SW,
+                                                                const tsr_dtype xt, int64_t c_lo, int64_t c_hi) {
+    for (int64_t c0 = c_lo; c0 < c_hi; c0 += VL) dw_tile(j, g, n, oh, ow, T, SW, xt, c0, VL, true);
+}
+
+/* Row (n, oh), the whole channel vectors c_lo .. c_hi, in as few tiles
+ * as DW_TMAX allows, of widths that differ by one at most: a row of 28 in
+ * tiles of 16, 8 and 4 paid each tile's fixed cost (weights, edges,
+ * epilogue) three times and ran at 0.65x a row of 32 per FLOP. */
 static inline __attribute__((always_inline)) void dw_row_tiles(const conv_job *j, const dw_geo *g, int64_t n,
                                                                 int64_t oh, const int SW, const tsr_dtype xt,
-                                                                int64_t c0) {
+                                                                int64_t c_lo, int64_t c_hi) {
+    const int64_t Q = g->Q, tiles = (Q + DW_TMAX - 1) / DW_TMAX, T = (Q + tiles - 1) / tiles;
+    const int64_t wide = Q - tiles * (T - 1); /* tiles T wide; the rest T - 1 */
     int64_t ow = 0;
-    const int64_t Q = g->Q;
-    for (; ow + DW_TMAX <= Q; ow += DW_TMAX) dw_tile(j, g, n, oh, ow, DW_TMAX, SW, xt, c0, VL, true);
+    for (int64_t k = 0; k < tiles; k++) {
+        const int t = (int)(k < wide ? T : T - 1);
+        switch (t) {
+#define DW_TILE_CASE(w)                                                                                                \
+    case w: dw_tile_span(j, g, n, oh, ow, w, SW, xt, c_lo, c_hi); break;
+            DW_TILE_CASE(1) DW_TILE_CASE(2) DW_TILE_CASE(3) DW_TILE_CASE(4)
+            DW_TILE_CASE(5) DW_TILE_CASE(6) DW_TILE_CASE(7) DW_TILE_CASE(8)
 #if DW_TMAX > 8
-    if (Q - ow >= 8) dw_tile(j, g, n, oh, ow, 8, SW, xt, c0, VL, true), ow += 8;
+            DW_TILE_CASE(9) DW_TILE_CASE(10) DW_TILE_CASE(11) DW_TILE_CASE(12)
+            DW_TILE_CASE(13) DW_TILE_CASE(14) DW_TILE_CASE(15) DW_TILE_CASE(16)
 #endif
-    switch (Q - ow) {
-    case 7: dw_tile(j, g, n, oh, ow, 7, SW, xt, c0, VL, true); break;
-    case 6: dw_tile(j, g, n, oh, ow, 6, SW, xt, c0, VL, true); break;
-    case 5: dw_tile(j, g, n, oh, ow, 5, SW, xt, c0, VL, true); break;
-    case 4: dw_tile(j, g, n, oh, ow, 4, SW, xt, c0, VL, true); break;
-    case 3: dw_tile(j, g, n, oh, ow, 3, SW, xt, c0, VL, true); break;
-    case 2: dw_tile(j, g, n, oh, ow, 2, SW, xt, c0, VL, true); break;
-    case 1: dw_tile(j, g, n, oh, ow, 1, SW, xt, c0, VL, true); break;
-    default: break;
+#undef DW_TILE_CASE
+        default: break;
+        }
+        ow += t;
     }
 }
 
 /* The instantiations: the column walk for stride 1 and 2 on f32 and bf16
  * x; the per-tap loop (MR-wide tiles) for other filters, f16 x and the
  * ragged last channel vector. */
-static void dw_row_f32_s1(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0) {
-    dw_row_tiles(j, g, n, oh, 1, TSR_F32, c0);
+typedef void dw_row_fn(const conv_job *, const dw_geo *, int64_t, int64_t, int64_t, int64_t);
+static void dw_row_f32_s1(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
+    dw_row_tiles(j, g, n, oh, 1, TSR_F32, c_lo, c_hi);
 }
-static void dw_row_f32_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0) {
-    dw_row_tiles(j, g, n, oh, 2, TSR_F32, c0);
+static void dw_row_f32_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
+    dw_row_tiles(j, g, n, oh, 2, TSR_F32, c_lo, c_hi);
 }
-static void dw_row_bf16_s1(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0) {
-    dw_row_tiles(j, g, n, oh, 1, TSR_BF16, c0);
+static void dw_row_bf16_s1(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
+    dw_row_tiles(j, g, n, oh, 1, TSR_BF16, c_lo, c_hi);
 }
-static void dw_row_bf16_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0) {
-    dw_row_tiles(j, g, n, oh, 2, TSR_BF16, c0);
+static void dw_row_bf16_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
+    dw_row_tiles(j, g, n, oh, 2, TSR_BF16, c_lo, c_hi);
 }
 
 static void dw_row_any(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0, int64_t nc) {
@@ -361,8 +410,8 @@ static inline __attribute__((always_inline)) void dw_pair_tile(const conv_job *j
         /* vcvtne2ps2bf16: 32 outputs rounded to nearest even in one
          * instruction (vf_store_dtype takes seven per 16); it flushes
          * denormals, which bf16 activations do not carry */
-        dw_epilogue_regs(j->epi, 0, a, T, c0, y0, C, VL);
-        dw_epilogue_regs(j->epi, 0, b, T, c0 + VL, y0 + VL, C, VL);
+        dw_epilogue_regs(j->epi, 0, a, T, c0, VL);
+        dw_epilogue_regs(j->epi, 0, b, T, c0 + VL, VL);
 #pragma GCC unroll 8
         for (int i = 0; i < T; i++) {
             uint16_t *p = (uint16_t *)j->y + y0 + i * C;
@@ -407,56 +456,93 @@ static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
 }
 #endif
 
-/* Work items: (image, NR channels, block of rows). Rows run inside an item
- * so that the input rows shared by consecutive output rows are still in
- * L1; NR channels (two vectors) so that a bf16 pixel's 64-byte line is used
- * whole while it is there. */
+/* L1 bytes that the input rows of a chunk of channels may take, and L2
+ * bytes for the input rows of a block of output rows across its chunks. */
+#define DW_L1_ROWS (24 << 10)
+#define DW_L2_ROWS (512 << 10)
+
+/* The kernels that take one output row. */
+typedef struct dw_rows {
+    dw_geo g;
+    dw_row_fn *walk; /* the column walk over whole vectors, or NULL */
+    void (*pair)(const conv_job *, const dw_geo *, int64_t, int64_t, int64_t); /* bf16 pairs, or NULL */
+} dw_rows;
+
+/* Output row (n, oh), channels c_lo .. c_hi. */
+static void dw_row(const conv_job *j, const dw_rows *k, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
+    const tsr_conv2d_desc *d = j->d;
+    const size_t xes = tsr_dtype_size(j->x_dtype);
+    /* The input rows the next output row adds, these channels: out of L2
+     * the loads would otherwise wait (batch 32, 14x14x384 on one core:
+     * 1.44 -> 1.13 ms) */
+    for (int64_t ih = (oh + 1) * d->stride_h - d->pad_top + (d->r - 1) * d->dilation_h, i = 0;
+         j->prefetch_x && i < d->stride_h; i++, ih--)
+        if (ih >= 0 && ih < d->h) {
+            const char *xr = (const char *)j->x + (((n * d->h + ih) * d->w) * d->c + c_lo) * xes;
+            for (int64_t w = 0; w < d->w; w++)
+                for (int64_t b = 0; b < (c_hi - c_lo) * (int64_t)xes; b += 64) tsr_prefetch_l1(xr + w * d->c * xes + b);
+        }
+    const int64_t whole = d->c / VL * VL, c_whole = c_hi < whole ? c_hi : whole; /* a ragged vector: dw_row_any */
+    int64_t c0 = c_lo;
+    if (k->pair)
+        for (; c0 + NR <= c_hi; c0 += NR) k->pair(j, &k->g, n, oh, c0);
+    if (k->walk && c0 < c_whole) k->walk(j, &k->g, n, oh, c0, c_whole), c0 = c_whole;
+    for (; c0 < c_hi; c0 += VL) dw_row_any(j, &k->g, n, oh, c0, d->c - c0 < VL ? d->c - c0 : VL);
+}
+
+/* The work is split in chunks of channels, each as many vectors as keep
+ * the r input rows under it within DW_L1_ROWS, so that consecutive output
+ * rows find the rows they share in L1: with every channel of a row at once,
+ * C = 192 at 28x28 read each input line from L2 three times (on Emerald
+ * Rapids, one core: 56 -> 43 us, oneDNN 37). A chunk keeps two vectors at
+ * least (one line per pixel ran at 0.7x the speed at 112x112). Each thread
+ * takes an equal run of (channel group, image, output row), the groups
+ * only where there are too few rows for every thread to have four: blocks
+ * of rows, and within a block chunk by chunk, each chunk's rows in order
+ * (static items of unequal rows gave one of two threads 30 rows of work
+ * and the other 12). */
 static void depthwise_run(const conv_job *j) {
     const tsr_conv2d_desc *d = j->d;
-    const dw_geo g = {.C = d->c, .H = d->h, .W = d->w, .R = d->r, .S = d->s, .sh = d->stride_h, .sw = d->stride_w,
-                      .dh = d->dilation_h, .dw = d->dilation_w, .pt = d->pad_top, .pl = d->pad_left, .P = j->P,
-                      .Q = j->Q, .regs_epi_full = dw_regs_epilogue(j->epi, d->y_dtype, true),
-                      .regs_epi_tail = dw_regs_epilogue(j->epi, d->y_dtype, false)};
-    const bool walk = d->s == 3 && d->dilation_w == 1 && (d->stride_w == 1 || d->stride_w == 2);
-    void (*row)(const conv_job *, const dw_geo *, int64_t, int64_t, int64_t) = NULL;
-    if (walk && j->x_dtype == TSR_F32) row = d->stride_w == 1 ? dw_row_f32_s1 : dw_row_f32_s2;
-    if (walk && j->x_dtype == TSR_BF16) row = d->stride_w == 1 ? dw_row_bf16_s1 : dw_row_bf16_s2;
-    void (*pair)(const conv_job *, const dw_geo *, int64_t, int64_t, int64_t) = NULL;
+    dw_rows k = {.g = {.C = d->c, .H = d->h, .W = d->w, .R = d->r, .S = d->s, .sh = d->stride_h, .sw = d->stride_w,
+                       .dh = d->dilation_h, .dw = d->dilation_w, .pt = d->pad_top, .pl = d->pad_left, .P = j->P,
+                       .Q = j->Q, .regs_epi_full = dw_regs_epilogue(j->epi, true),
+                       .regs_epi_tail = dw_regs_epilogue(j->epi, false), .y_f32 = d->y_dtype == TSR_F32}};
+    /* the column walk: its padding within DW_EDGE columns of a tile's ends */
+    const bool walk = d->s == 3 && d->dilation_w == 1 && (d->stride_w == 1 || d->stride_w == 2) &&
+                      d->pad_left <= DW_EDGE && (j->Q - 1) * d->stride_w + 3 - d->pad_left - d->w <= DW_EDGE;
+    if (walk && j->x_dtype == TSR_F32) k.walk = d->stride_w == 1 ? dw_row_f32_s1 : dw_row_f32_s2;
+    if (walk && j->x_dtype == TSR_BF16) k.walk = d->stride_w == 1 ? dw_row_bf16_s1 : dw_row_bf16_s2;
 #ifdef CONV_BF16
     _Static_assert(NR == 2 * VL, "the pair tiles are two vectors of channels");
-    if (j->bf) pair = d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2;
+    if (j->bf) k.pair = d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2;
 #endif
-    const int64_t cvecs = (d->c + VL - 1) / VL, cblocks = (cvecs + NV - 1) / NV;
-    /* An item is one output row of one channel block, the channel blocks
-     * innermost: a thread's contiguous items take each input row whole
-     * while it is in L1/L2. With the rows innermost, every channel block
-     * walked the whole image again, lines 4*C bytes apart: out of cache
-     * (batch 32) that ran 4-5x slower per image than batch 1. */
-    const size_t xes = tsr_dtype_size(j->x_dtype);
-#pragma omp for schedule(static) nowait
-    for (int64_t item = 0; item < d->n * j->P * cblocks; item++) {
-        const int64_t n = item / (j->P * cblocks), cb = item % cblocks, row0 = item / cblocks % j->P;
-        /* The input rows the next output row adds, this block's channels:
-         * out of L2 the loads would otherwise wait (batch 32, 14x14x384 on
-         * one core: 1.44 -> 1.13 ms) */
-        for (int64_t ih = (row0 + 1) * d->stride_h - d->pad_top + (d->r - 1) * d->dilation_h, i = 0;
-             j->prefetch_x && i < d->stride_h; i++, ih--)
-            if (ih >= 0 && ih < d->h) {
-                const char *xr = (const char *)j->x + (((n * d->h + ih) * d->w) * d->c + cb * NR) * xes;
-                for (int64_t w = 0; w < d->w; w++)
-                    for (size_t b = 0; b < NR * xes; b += 64) tsr_prefetch_l1(xr + w * d->c * xes + b);
-            }
-        for (int64_t oh = row0; oh < row0 + 1; oh++) {
-            if (pair && (cb + 1) * NR <= d->c) {
-                pair(j, &g, n, oh, cb * NR);
-                continue;
-            }
-            for (int64_t c0 = cb * NR; c0 < (cb + 1) * NR && c0 < d->c; c0 += VL) {
-                const int64_t nc = d->c - c0 < VL ? d->c - c0 : VL;
-                if (row && nc == VL) row(j, &g, n, oh, c0);
-                else dw_row_any(j, &g, n, oh, c0, nc);
-            }
+    const int64_t es = dw_x_size(j->x_dtype), cvecs = (d->c + VL - 1) / VL, NP = d->n * j->P;
+    const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+    /* chunks of equal whole NV vectors (a pair tile takes NV) */
+    int64_t cv = DW_L1_ROWS / (d->r * d->w * VL * es);
+    cv = cv < NV ? NV : cv;
+    int64_t chunks = (cvecs + cv - 1) / cv;
+    /* channel groups: whole chunks, as many as rows fall short of 4 per thread */
+    int64_t groups = (4 * (int64_t)nt + NP - 1) / NP;
+    groups = groups < 1 ? 1 : groups > (cvecs + NV - 1) / NV ? (cvecs + NV - 1) / NV : groups;
+    chunks = (chunks + groups - 1) / groups * groups;
+    cv = ((cvecs + chunks - 1) / chunks + NV - 1) / NV * NV;
+    chunks = (cvecs + cv - 1) / cv;
+    const int64_t per_group = (chunks + groups - 1) / groups;
+    groups = (chunks + per_group - 1) / per_group;
+    /* rows per block: their input rows, the group's channels, within DW_L2_ROWS */
+    int64_t rb = DW_L2_ROWS / (d->stride_h * d->w * per_group * cv * VL * es);
+    rb = rb < 1 ? 1 : rb;
+    const int64_t units = groups * NP, u1 = units * (t + 1) / nt;
+    for (int64_t u = units * t / nt; u < u1;) {
+        const int64_t grp = u / NP, n = u % NP / j->P, oh0 = u % j->P;
+        int64_t len = u1 - u < rb ? u1 - u : rb;
+        len = len < j->P - oh0 ? len : j->P - oh0; /* within the image */
+        for (int64_t ch = grp * per_group; ch < (grp + 1) * per_group && ch < chunks; ch++) {
+            const int64_t c_lo = ch * cv * VL, c_hi = c_lo + cv * VL < d->c ? c_lo + cv * VL : d->c;
+            for (int64_t oh = oh0; oh < oh0 + len; oh++) dw_row(j, &k, n, oh, c_lo, c_hi);
         }
+        u += len;
     }
     /* streamed stores are weakly ordered: done before the region's barrier */
     if (j->stream_y) _mm_sfence();
