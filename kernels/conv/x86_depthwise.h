@@ -220,8 +220,11 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
              * into a register: with an index u * C GCC kept the multiples of
              * C on the stack and in vector registers (three more
              * instructions and two more loads per column, 1.5x the time at
-             * 28x28x192), and with the load folded into the three FMAs,
-             * three loads. The empty asm statements hold both choices. */
+             * 28x28x192), and with the load folded into the FMAs of a
+             * column that feeds two or three, as many loads. The empty asm
+             * statements hold both choices; a column that feeds one FMA
+             * (stride 2's odd ones) keeps its load folded, one instruction
+             * less. */
             const int span = (T - 1) * SW + 3;
             const int64_t u_lo = -iw0 > 0 ? -iw0 : 0, u_hi = W - iw0;
             const vf w0 = load_lanes(wr, lanes), w1 = load_lanes(wr + C, lanes), w2 = load_lanes(wr + 2 * C, lanes);
@@ -236,10 +239,13 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
                 if ((u < DW_EDGE || u >= span - DW_EDGE) && (u < u_lo || u >= u_hi)) continue;
                 vf xv = dw_load_xp(u % 4 == 0 ? xp : u % 4 == 1 ? xp + xstep : u % 4 == 2 ? xp + 2 * xstep : xp + xstep3,
                                    xt, lanes);
-                __asm__("" : "+v"(xv));
-                if (u % SW == 0 && u / SW < T) acc[u / SW] = vf_fma(xv, w0, acc[u / SW]);
-                if (u >= 1 && (u - 1) % SW == 0 && (u - 1) / SW < T) acc[(u - 1) / SW] = vf_fma(xv, w1, acc[(u - 1) / SW]);
-                if (u >= 2 && (u - 2) % SW == 0 && (u - 2) / SW < T) acc[(u - 2) / SW] = vf_fma(xv, w2, acc[(u - 2) / SW]);
+                /* whether tap s takes this column: for output (u - s) / SW */
+                const bool t0 = u % SW == 0 && u / SW < T, t1 = u >= 1 && (u - 1) % SW == 0 && (u - 1) / SW < T,
+                           t2 = u >= 2 && (u - 2) % SW == 0 && (u - 2) / SW < T;
+                if (t0 + t1 + t2 > 1) __asm__("" : "+v"(xv));
+                if (t0) acc[u / SW] = vf_fma(xv, w0, acc[u / SW]);
+                if (t1) acc[(u - 1) / SW] = vf_fma(xv, w1, acc[(u - 1) / SW]);
+                if (t2) acc[(u - 2) / SW] = vf_fma(xv, w2, acc[(u - 2) / SW]);
             }
             continue;
         }
