@@ -129,9 +129,9 @@ static bool conv_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
 }
 
 #ifdef CONV_BF16
-/* acc += A(MR x kc) * B(kc x NR) in bf16 pairs (vdpbf16ps, f32 sums): A rows
- * are bf16 (kc even), B is packed [kc / 2][NR][2]. */
-static inline __attribute__((always_inline)) void ukr_dot_bf16(int64_t kc, const float *const rows[MR],
+/* acc += A(mr x kc) * B(kc x NR) in bf16 pairs (vdpbf16ps, f32 sums): A rows
+ * are bf16 (kc even), B is packed [kc / 2][NR][2]; mr <= MR, a constant. */
+static inline __attribute__((always_inline)) void ukr_dot_bf16(const int mr, int64_t kc, const float *const rows[MR],
                                                                const uint16_t *restrict bp, vf acc[MR][NV]) {
     const uint16_t *r[MR];
 #pragma GCC unroll 16
@@ -141,7 +141,7 @@ static inline __attribute__((always_inline)) void ukr_dot_bf16(int64_t kc, const
 #pragma GCC unroll 4
         for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + v * VL * 2));
 #pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
+        for (int i = 0; i < mr; i++) {
             uint32_t pair;
             memcpy(&pair, r[i] + p, sizeof pair);
             const __m512bh a = (__m512bh)_mm512_set1_epi32((int)pair);
@@ -301,6 +301,7 @@ typedef struct conv_job {
     bool stream_y;     /* y is larger than the caches: whole aligned vectors stored past them */
     bool prefetch_x;   /* x is out of L2: the next input rows are prefetched (depthwise) */
     bool pointwise;    /* 1x1, stride 1, unpadded, one group: output pixel i reads input pixel i */
+    int64_t tiles, wide; /* tile_span */
     const char *res;   /* a residual larger than L2 (its lines fetched when a tile starts), or NULL */
     int res_es;        /* its element size */
 } conv_job;
@@ -344,20 +345,43 @@ static void tile_geometry(const conv_job *j, int64_t t0, int mr, tile_geo *t) {
     }
 }
 
+/* Tile t of the flattened n*p*q pixels: its first pixel and its size. The
+ * tiles are MR wide and the last one ragged, unless MR and MR - 1 wide
+ * tiles cover the pixels exactly; then `wide` of them are MR wide and the
+ * rest MR - 1, and those compute MR - 1 rows: a 7x7 image at batch 1 as
+ * seven 8-row tiles, the last holding one pixel, spent 8/7 of the FMAs. */
+static inline void tile_span(const conv_job *j, int64_t t, int64_t *t0, int *mr) {
+    const int64_t pixels = j->d->n * j->P * j->Q;
+    if (t < j->wide) {
+        *t0 = t * MR;
+        *mr = (int)(pixels - *t0 < MR ? pixels - *t0 : MR);
+    } else {
+        *t0 = j->wide * MR + (t - j->wide) * (MR - 1);
+        *mr = MR - 1;
+    }
+}
+
+static inline void tile_at(const conv_job *j, int64_t t, tile_geo *geo) {
+    int64_t t0;
+    int mr;
+    tile_span(j, t, &t0, &mr);
+    tile_geometry(j, t0, mr, geo);
+}
+
 /* Element e of x, and of the panels, as the pointers the micro-kernels take
  * (bf16 data travels as float pointers and is read back as uint16_t). */
 #define ELEM(base, e, bf) ((bf) ? (const float *)((const uint16_t *)(const void *)(base) + (e)) : (base) + (e))
 
-static inline __attribute__((always_inline)) void tile_fma(int64_t kc, const float *const rows[MR], const float *bp,
-                                                            int64_t ld, bool bf, vf acc[MR][NV]) {
+static inline __attribute__((always_inline)) void tile_fma(const int mr, int64_t kc, const float *const rows[MR],
+                                                            const float *bp, int64_t ld, bool bf, vf acc[MR][NV]) {
 #ifdef CONV_BF16
     if (bf) {
-        ukr_dot_bf16(kc, rows, (const uint16_t *)(const void *)bp, acc);
+        ukr_dot_bf16(mr, kc, rows, (const uint16_t *)(const void *)bp, acc);
         return;
     }
 #endif
     (void)bf;
-    ukr_fma(kc, rows, 1, bp, ld, acc);
+    ukr_fma(mr, kc, rows, 1, bp, ld, acc);
 }
 
 /* The first mr pixels (outputs at elements y[i] of y) by nk channels from
@@ -414,12 +438,13 @@ static inline __attribute__((always_inline)) void plain_store(const conv_job *j,
 }
 
 /* The tile's first mr pixels (outputs at elements y[i] of y) by nk of its
- * channels from output channel kc0: the epilogue, then the only store. */
+ * channels from output channel kc0: the epilogue, then the only store.
+ * rows: the rows the tile computed (a constant). */
 static inline __attribute__((always_inline)) void tile_store(const conv_job *j, vf acc[MR][NV], const int64_t y[MR],
-                                                              int mr, int64_t kc0, int64_t nk) {
+                                                              int mr, int64_t kc0, int64_t nk, const int rows) {
     const tsr_conv2d_desc *d = j->d;
     if (j->plain) {
-        if (mr == MR && nk == NR) plain_store(j, acc, y, MR, kc0, NR); /* a whole tile: every bound a constant */
+        if (mr == rows && nk == NR) plain_store(j, acc, y, rows, kc0, NR); /* a whole tile: every bound a constant */
         else plain_store(j, acc, y, mr, kc0, nk);
         return;
     }
@@ -437,7 +462,7 @@ static inline __attribute__((always_inline)) void tile_store(const conv_job *j, 
 }
 
 static inline __attribute__((always_inline)) void direct_tile(const conv_job *j, const tile_geo *t, int64_t g,
-                                                               int64_t kp, const bool bf) {
+                                                               int64_t kp, const bool bf, const int mr) {
     const tsr_conv2d_desc *d = j->d;
     const int64_t C = d->c, H = d->h, W = d->w, R = d->r, S = d->s, Cg = C / d->groups, Kg = d->k / d->groups;
     const int64_t dh = d->dilation_h, dw = d->dilation_w;
@@ -463,7 +488,7 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
         if (!any) continue;
         if (whole) { /* S taps x C channels: one run per pixel */
             for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, (xrow[i] + t->iw[i]) * C, bf);
-            tile_fma(S * C, rows, ELEM(wpan, r * S * Cg * ld, bf), ld, bf, acc);
+            tile_fma(mr, S * C, rows, ELEM(wpan, r * S * Cg * ld, bf), ld, bf, acc);
             continue;
         }
         for (int64_t s = 0; s < S; s++) {
@@ -474,19 +499,22 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
                 rows[i] = ok ? ELEM(j->x, (xrow[i] + iw) * C + g * Cg, bf) : j->zero;
                 hit |= ok;
             }
-            if (hit) tile_fma(Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), ld, bf, acc);
+            if (hit) tile_fma(mr, Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), ld, bf, acc);
         }
     }
-    tile_store(j, acc, t->y, t->mr, g * Kg + kp * NR, nk);
+    tile_store(j, acc, t->y, t->mr, g * Kg + kp * NR, nk, mr);
 }
 
+/* A tile of MR - 1 pixels computes MR - 1 rows (see tile_span). */
 static void direct_tile_f32(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
-    direct_tile(j, t, g, kp, false);
+    if (t->mr == MR - 1) direct_tile(j, t, g, kp, false, MR - 1);
+    else direct_tile(j, t, g, kp, false, MR);
 }
 
 #ifdef CONV_BF16
 static void direct_tile_bf16(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
-    direct_tile(j, t, g, kp, true);
+    if (t->mr == MR - 1) direct_tile(j, t, g, kp, true, MR - 1);
+    else direct_tile(j, t, g, kp, true, MR);
 }
 #else
 #define direct_tile_bf16 direct_tile_f32 /* never reached: bf is only set where CONV_BF16 is */
@@ -496,10 +524,10 @@ static void direct_tile_bf16(const conv_job *j, const tile_geo *t, int64_t g, in
  * are the input pixels: tile t by panel p inlined into its loops (no
  * per-tile geometry, no call per tile; at 64 channels that overhead was a
  * quarter of a bf16 tile's time). */
-static inline __attribute__((always_inline)) void pointwise_tile(const conv_job *j, int64_t t, int64_t p, const bool bf) {
+static inline __attribute__((always_inline)) void pointwise_tile_rows(const conv_job *j, int64_t t0, int mr,
+                                                                       int64_t p, const bool bf, const int nrows) {
     const tsr_conv2d_desc *d = j->d;
-    const int64_t C = d->c, K = d->k, pixels = d->n * j->P * j->Q, t0 = t * MR;
-    const int mr = (int)(pixels - t0 < MR ? pixels - t0 : MR);
+    const int64_t C = d->c, K = d->k;
     const float *rows[MR];
     int64_t y[MR];
 #pragma GCC unroll 16
@@ -511,8 +539,16 @@ static inline __attribute__((always_inline)) void pointwise_tile(const conv_job 
     prefetch_residual(j, y, mr, p * NR, nk);
     vf acc[MR][NV];
     ukr_zero(acc);
-    tile_fma(C, rows, j->w_ld == NR ? ELEM(j->wp, p * C * NR, bf) : j->wp + p * NR, j->w_ld, bf, acc);
-    tile_store(j, acc, y, mr, p * NR, nk);
+    tile_fma(nrows, C, rows, j->w_ld == NR ? ELEM(j->wp, p * C * NR, bf) : j->wp + p * NR, j->w_ld, bf, acc);
+    tile_store(j, acc, y, mr, p * NR, nk, nrows);
+}
+
+static inline __attribute__((always_inline)) void pointwise_tile(const conv_job *j, int64_t t, int64_t p, const bool bf) {
+    int64_t t0;
+    int mr;
+    tile_span(j, t, &t0, &mr);
+    if (mr == MR - 1) pointwise_tile_rows(j, t0, mr, p, bf, MR - 1);
+    else pointwise_tile_rows(j, t0, mr, p, bf, MR);
 }
 
 static inline __attribute__((always_inline)) void pointwise_items(const conv_job *j, int64_t t_lo, int64_t t_hi,
@@ -541,8 +577,7 @@ static void pointwise_bf16(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_
 
 static void direct_run(const conv_job *j, const tsr_schedule *s) {
     const tsr_conv2d_desc *d = j->d;
-    const int64_t pixels = d->n * j->P * j->Q, tiles = (pixels + MR - 1) / MR;
-    const int64_t panels = d->groups * panels_of(d), Kp = panels_of(d);
+    const int64_t tiles = j->tiles, panels = d->groups * panels_of(d), Kp = panels_of(d);
     const int64_t ocb = s->v[KNOB_OCB], pxb = s->v[KNOB_PXB];
     const int64_t tblocks = (tiles + pxb - 1) / pxb, pblocks = (panels + ocb - 1) / ocb;
     /* pxb and ocb set how many blocks there are; the tiles and panels are
@@ -561,13 +596,13 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
         void (*tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = j->bf ? direct_tile_bf16 : direct_tile_f32;
         if (s->v[KNOB_ORDER] == 0) {
             for (int64_t t = t_lo; t < t_hi; t++) {
-                tile_geometry(j, t * MR, (int)(pixels - t * MR < MR ? pixels - t * MR : MR), &geo);
+                tile_at(j, t, &geo);
                 for (int64_t p = p_lo; p < p_hi; p++) tile(j, &geo, p / Kp, p % Kp);
             }
         } else {
             for (int64_t p = p_lo; p < p_hi; p++)
                 for (int64_t t = t_lo; t < t_hi; t++) {
-                    tile_geometry(j, t * MR, (int)(pixels - t * MR < MR ? pixels - t * MR : MR), &geo);
+                    tile_at(j, t, &geo);
                     tile(j, &geo, p / Kp, p % Kp);
                 }
         }
@@ -677,6 +712,10 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .pointwise = d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 && d->groups == 1 &&
                                !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};
     if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
+    const int64_t pixels = d->n * cp->p * cp->q;
+    j.tiles = (pixels + MR - 1) / MR;
+    j.wide = pixels - j.tiles * (MR - 1); /* tile_span */
+    if (j.wide < 0) j.wide = j.tiles;
     j.stream_y = vf_streams(d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype));
     for (int i = 0; i < d->epilogue.num_steps; i++) {
         const tsr_epilogue_step *st = &d->epilogue.steps[i];

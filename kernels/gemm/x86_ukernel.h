@@ -27,48 +27,61 @@ typedef struct ukr_ahead {
 } ukr_ahead;
 static const ukr_ahead ukr_ahead_near = {8, 24}, ukr_ahead_far = {12, 384};
 
-/* acc += A(MR x kc) * B(kc x nv * VL): nv (a constant after inlining, at
+/* acc += A(mr x 1) * B(1 x nv * VL) for step p (mr <= MR, a constant). */
+static inline __attribute__((always_inline)) void ukr_step(const int nv, const int mr, int64_t p,
+                                                           const float *const r[MR], int64_t step,
+                                                           const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
+    vf b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < nv; v++) b[v] = vf_load(bp + p * ldb + v * VL);
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++) {
+        vf a = vf_set1(r[i][p * step]);
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
+    }
+}
+
+/* acc += A(mr x kc) * B(kc x nv * VL): nv (a constant after inlining, at
  * most NV) narrows the tile for the last column panel of a GEMM, so that a
- * ragged edge does not pay for NV vectors of FMAs. ahead: B is read in
+ * ragged edge does not pay for NV vectors of FMAs; mr (a constant, at most
+ * MR) does the same for rows (conv's 7-pixel tiles). ahead: B is read in
  * place from beyond L2, and its rows are fetched that far ahead (NULL: B is
  * packed or in cache). */
-static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, int64_t kc, const float *const rows[MR],
-                                                             int64_t step, const float *restrict bp, int64_t ldb,
+static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, const int mr, int64_t kc,
+                                                             const float *const rows[MR], int64_t step,
+                                                             const float *restrict bp, int64_t ldb,
                                                              const ukr_ahead *ahead, vf acc[MR][NV]) {
     const float *r[MR];
     const int64_t ahead1 = ahead ? ahead->l1 * ldb : 0, ahead2 = ahead ? ahead->l2 * ldb : 0;
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) r[i] = rows[i];
-    for (int64_t p = 0; p < kc; p++) {
-        vf b[NV];
-        /* B read in place has rows pages apart: the hardware prefetcher
-         * stops at page boundaries, so fetch rows ahead ourselves: every
-         * line of them (the first line alone left 16x4096x4096 at ~65
-         * GFLOP/s against ~85). A B in cache gains nothing from them,
-         * and their addresses lie past its end (32^3: ~3% without). */
-        if (ahead) {
+    /* B read in place has rows pages apart: the hardware prefetcher stops
+     * at page boundaries, so fetch rows ahead ourselves: every line of them
+     * (the first line alone left 16x4096x4096 at ~65 GFLOP/s against ~85).
+     * A B in cache gains nothing from them, and their addresses lie past
+     * its end (32^3: ~3% without). Two loops rather than a test in one:
+     * GCC kept the test, and the pointer it reads, in every step. */
+    if (ahead) {
+        for (int64_t p = 0; p < kc; p++) {
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) {
                 tsr_prefetch_l1((const char *)(bp + p * ldb + ahead1 + v * VL));
                 tsr_prefetch_l2((const char *)(bp + p * ldb + ahead2 + v * VL));
             }
+            ukr_step(nv, mr, p, r, step, bp, ldb, acc);
         }
-#pragma GCC unroll 4
-        for (int v = 0; v < nv; v++) b[v] = vf_load(bp + p * ldb + v * VL);
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++) {
-            vf a = vf_set1(r[i][p * step]);
-#pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) acc[i][v] = vf_fma(a, b[v], acc[i][v]);
-        }
+        return;
     }
+    for (int64_t p = 0; p < kc; p++) ukr_step(nv, mr, p, r, step, bp, ldb, acc);
 }
 
-/* acc += A(MR x kc) * B(kc x NR); B in place (conv's filters) fetched the far
- * distances, the only ones measured for it (Zen 4). */
-static inline __attribute__((always_inline)) void ukr_fma(int64_t kc, const float *const rows[MR], int64_t step,
-                                                          const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
-    ukr_fma_nv(NV, kc, rows, step, bp, ldb, ldb != NR ? &ukr_ahead_far : NULL, acc);
+/* acc += A(mr x kc) * B(kc x NR); B in place (conv's filters) fetched the
+ * far distances, the only ones measured for it (Zen 4). */
+static inline __attribute__((always_inline)) void ukr_fma(const int mr, int64_t kc, const float *const rows[MR],
+                                                          int64_t step, const float *restrict bp, int64_t ldb,
+                                                          vf acc[MR][NV]) {
+    ukr_fma_nv(NV, mr, kc, rows, step, bp, ldb, ldb != NR ? &ukr_ahead_far : NULL, acc);
 }
 
 static inline void ukr_zero(vf acc[MR][NV]) {
