@@ -8,6 +8,7 @@
  * output (what f32 accumulation can lose) plus the output dtype's rounding.
  * Kernels this CPU cannot run print SKIP. */
 #include <math.h>
+#include <omp.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,11 @@ static const conv_case cases[] = {
     {1, 33, 5, 23, 33, 3, 3, 1, 1, 3, 3, 3, 3, 1, 1, 33, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
     {3, 64, 4, 23, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 160, 5, 17, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 160, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    /* batch 1 with a filter packed per call and 16+ vectors: channel groups
+     * per thread, each packing its own (17 vectors, the last ragged; bf16
+     * pairs in groups of whole pairs) */
+    {1, 260, 5, 9, 260, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 260, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 288, 4, 7, 288, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 288, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     /* HWIO whose groups fill whole panels: read in place */
     {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
@@ -178,6 +184,49 @@ START_TEST(shapes_schedules_threads) {
             }
     }
     printf("conv_x86: %d kernel runs checked\n", ran);
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
+/* Called from inside the caller's OpenMP parallel region, each of its
+ * threads on its own problem, with the context's 1 or 2 threads: the call's
+ * loops must not bind to the caller's team (a one-thread call ran outside
+ * any region of its own, and its loops were shared out among the caller's
+ * threads, each computing part of its own output). Direct 3x3, pointwise
+ * 1x1 and depthwise with the filter packed per call and read in place. */
+START_TEST(inside_callers_parallel_region) {
+    tsr_context *ctx = NULL, *ref = tt_ref_context();
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    static const conv_case cs[] = {
+        {1, 17, 9, 11, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
+        {2, 13, 5, 7, 19, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+        {2, 37, 9, 8, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 37, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+        {1, 48, 5, 31, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 48, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES, 0},
+    };
+    int ran = 0;
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const tsr_kernel *k = kernel_here(ctx, kernels[ki], "inside_callers_parallel_region");
+        if (!k) continue;
+        for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++)
+            for (int threads = 1; threads <= 2; threads++) {
+                tsr_context_set_num_threads(ctx, threads);
+                conv_data t[2];
+                tsr_status st[2];
+                for (int i = 0; i < 2; i++) tt_conv_setup(ref, &cs[ci], &t[i]);
+                tsr_schedule s;
+                tt_conv_default_schedule(k, ctx, &cs[ci], &s);
+#pragma omp parallel num_threads(2)
+                for (int i = omp_get_thread_num(); i < 2; i += omp_get_num_threads()) st[i] = k->run(ctx, &t[i].p, &s);
+                for (int i = 0; i < 2; i++) {
+                    ck_assert_msg(st[i] == TSR_OK, "%s", tsr_last_error());
+                    tt_conv_compare(&t[i], &cs[ci], k->name, "inside a parallel region");
+                    tt_conv_release(&t[i]);
+                    ran++;
+                }
+            }
+    }
+    printf("conv_x86: %d calls from inside a parallel region checked\n", ran);
     tsr_context_destroy(ctx);
     tsr_context_destroy(ref);
 }
@@ -382,6 +431,7 @@ int main(void) {
     TCase *tc = tcase_create("x86");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, shapes_schedules_threads);
+    tcase_add_test(tc, inside_callers_parallel_region);
     tcase_add_test(tc, front_and_errors);
     tcase_add_test(tc, isa_gating);
     tcase_add_test(tc, packed_filters);

@@ -673,18 +673,19 @@ typedef struct nhwc_call {
 
 static void nhwc_work(const nhwc_call *c) {
     const tsr_conv2d_desc *d = &c->cp->d;
+    if (c->dw) { /* each thread packs the channels it takes: no barrier */
+        depthwise_run(c->j, c->in_place ? NULL : c->cp->w, c->buf);
+        return;
+    }
     if (c->xf) widen(c->cp->x, d->x_dtype, c->xf, c->xn);
-    if (c->dw) {
-        if (!c->in_place) pack_depthwise(d, c->cp->w, c->buf);
-    } else if (c->packed || c->in_place) { /* the filter is read as it is */
+    if (c->packed || c->in_place) { /* the filter is read as it is */
     }
 #ifdef CONV_BF16
     else if (c->j->bf) pack_filter_bf16(d, c->cp->w, (uint16_t *)c->buf);
 #endif
     else pack_filter(d, c->cp->w, c->buf);
 #pragma omp barrier
-    if (c->dw) depthwise_run(c->j);
-    else direct_run(c->j, c->s);
+    direct_run(c->j, c->s);
 }
 
 /* An NHWC problem (x of any float dtype). */
@@ -697,7 +698,14 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     const tsr_packed_filter *packed = cp->packed; /* direct panels: never depthwise */
     const bool in_place = dw ? depthwise_filter_in_place(d) : filter_in_place(d);
     const bool bf = packed ? packed->layout == TSR_PACKED_PAIR_PANELS : !dw && use_bf16(ctx, d);
-    const int64_t wn = in_place || packed ? 0 : dw ? d->r * d->s * d->c : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
+    const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
+    /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
+     * its work as such; a second thread pays from ~0.25 MFLOP (MobileNet-v2's
+     * 7x7x960 and stride-2 14x14 layers at batch 1, on Zen 4: 17 -> 12 and
+     * 13 -> 9 us, best of many) */
+    const int nt = tsr_threads_for(ctx, dw ? 16 * flops : flops, 2e6);
+    /* depthwise: a filter copy per thread (depthwise_run) */
+    const int64_t wn = in_place || packed ? 0 : dw ? d->r * d->s * d->c * nt : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
     float *buf = tsr_scratch_get((size_t)(wn + zn + xs) * 4);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the packed filter", CONV_ARCH);
@@ -724,14 +732,12 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
         if (d->n * cp->p * cp->q * d->k * es > ((int64_t)1 << 20)) j.res = st->data, j.res_es = es;
     }
     j.prefetch_x = dw && xn * (int64_t)tsr_dtype_size(d->x_dtype) > (4 << 20);
-    const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
-    /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
-     * its work as such; a second thread pays from ~0.25 MFLOP (MobileNet-v2's
-     * 7x7x960 and stride-2 14x14 layers at batch 1, on Zen 4: 17 -> 12 and
-     * 13 -> 9 us, best of many) */
-    const int nt = tsr_threads_for(ctx, dw ? 16 * flops : flops, 2e6);
     const nhwc_call call = {cp, s, &j, xf, buf, xn, dw, in_place, packed != NULL};
-    if (nt == 1) { /* outside any parallel region: libgomp's if (false) one costs ~0.3 us */
+    /* One thread runs it without a region of its own (libgomp's if (false)
+     * one costs ~0.3 us), unless the caller is inside one: the work's loops
+     * and barriers would then bind to the caller's team, each of its threads
+     * taking a share of its own call's work. */
+    if (nt == 1 && !omp_in_parallel()) {
         nhwc_work(&call);
     } else {
 #pragma omp parallel num_threads(nt)

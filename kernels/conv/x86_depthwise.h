@@ -38,13 +38,11 @@ static bool depthwise_filter_in_place(const tsr_conv2d_desc *d) {
  * channel per group), OHWI and OIHW as [c][r][s], HWIO as [r][s][c]. A
  * block of VL channels of [c][r][s] is widened to f32 as it lies, then
  * turned by 8x8 transposes (a scalar loop cost a fifth of a 7x7x960 layer;
- * gathers, twice that on Zen 4). */
-static void pack_depthwise(const tsr_conv2d_desc *d, const void *w, float *dst) {
+ * gathers, twice that on Zen 4). Channels c_lo (a multiple of VL) to c_hi. */
+static void pack_depthwise(const tsr_conv2d_desc *d, const void *w, float *dst, int64_t c_lo, int64_t c_hi) {
     const int64_t C = d->c, RS = d->r * d->s;
     const bool hwio = d->filter_format == TSR_FILTER_HWIO;
-    const int64_t blocks = (C + VL - 1) / VL;
-#pragma omp for schedule(static)
-    for (int64_t b = 0; b < blocks; b++) {
+    for (int64_t b = c_lo / VL; b < (c_hi + VL - 1) / VL; b++) {
         const int64_t c0 = b * VL, n = C - c0 < VL ? C - c0 : VL;
         if (hwio) {
             for (int64_t t = 0; t < RS; t++) vf_store_n(dst + t * C + c0, vf_load_n_dtype(w, d->w_dtype, t * C + c0, (int)n), (int)n);
@@ -502,12 +500,16 @@ static void dw_row(const conv_job *j, const dw_rows *k, int64_t n, int64_t oh, i
  * C = 192 at 28x28 read each input line from L2 three times (on Emerald
  * Rapids, one core: 56 -> 43 us, oneDNN 37). A chunk keeps two vectors at
  * least (one line per pixel ran at 0.7x the speed at 112x112). Each thread
- * takes an equal run of (channel group, image, output row), the groups
- * only where there are too few rows for every thread to have four: blocks
- * of rows, and within a block chunk by chunk, each chunk's rows in order
+ * takes an equal run of (channel group, image, output row): blocks of
+ * rows, and within a block chunk by chunk, each chunk's rows in order
  * (static items of unequal rows gave one of two threads 30 rows of work
- * and the other 12). */
-static void depthwise_run(const conv_job *j) {
+ * and the other 12). A filter to pack (w, else NULL) is packed by each
+ * thread into its own copy in bufs, the channels it takes: halves packed by
+ * two threads behind a barrier cost 5.5 us of a 14x14x384 layer's 18 (the
+ * halves then crossed between the cores). */
+static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
+    conv_job jt = *job;
+    const conv_job *j = &jt;
     const tsr_conv2d_desc *d = j->d;
     dw_rows k = {.g = {.C = d->c, .H = d->h, .W = d->w, .R = d->r, .S = d->s, .sh = d->stride_h, .sw = d->stride_w,
                        .dh = d->dilation_h, .dw = d->dilation_w, .pt = d->pad_top, .pl = d->pad_left, .P = j->P,
@@ -524,32 +526,45 @@ static void depthwise_run(const conv_job *j) {
 #endif
     const int64_t es = dw_x_size(j->x_dtype), cvecs = (d->c + VL - 1) / VL, NP = d->n * j->P;
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    /* chunks of equal whole NV vectors (a pair tile takes NV) */
-    int64_t cv = DW_L1_ROWS / (d->r * d->w * VL * es);
-    cv = cv < NV ? NV : cv;
-    int64_t chunks = (cvecs + cv - 1) / cv;
-    /* channel groups: whole chunks, as many as rows fall short of 4 per thread */
+    const int64_t step = k.pair ? NV : 1, blocks = (cvecs + step - 1) / step; /* a pair tile takes NV vectors */
+    /* channel groups: as many as rows fall short of 4 per thread, and at
+     * batch 1 with a filter to pack one per thread if each takes 8 vectors
+     * or more (a thread then packs its own channels only: packing all of
+     * it in each, a 14x14x384 layer took 13.5 us against 10.1; groups of
+     * 1-6 vectors ran 0.5-0.8x as fast as rows split) */
     int64_t groups = (4 * (int64_t)nt + NP - 1) / NP;
-    groups = groups < 1 ? 1 : groups > (cvecs + NV - 1) / NV ? (cvecs + NV - 1) / NV : groups;
-    chunks = (chunks + groups - 1) / groups * groups;
-    cv = ((cvecs + chunks - 1) / chunks + NV - 1) / NV * NV;
-    chunks = (cvecs + cv - 1) / cv;
-    const int64_t per_group = (chunks + groups - 1) / groups;
-    groups = (chunks + per_group - 1) / per_group;
-    /* rows per block: their input rows, the group's channels, within DW_L2_ROWS */
-    int64_t rb = DW_L2_ROWS / (d->stride_h * d->w * per_group * cv * VL * es);
+    if (w && d->n == 1 && groups < nt && cvecs >= 8 * (int64_t)nt) groups = nt;
+    groups = groups > blocks ? blocks : groups;
+    /* chunks: as many vectors (whole steps, two at least) as keep the r
+     * input rows under DW_L1_ROWS */
+    int64_t cv = DW_L1_ROWS / (d->r * d->w * VL * es);
+    cv = cv < 2 ? 2 : cv;
+    cv = (cv + step - 1) / step * step;
+    /* rows per block: their input rows, a group's channels, within DW_L2_ROWS */
+    const int64_t gvecs = (blocks + groups - 1) / groups * step;
+    int64_t rb = DW_L2_ROWS / (d->stride_h * d->w * gvecs * VL * es);
     rb = rb < 1 ? 1 : rb;
-    const int64_t units = groups * NP, u1 = units * (t + 1) / nt;
-    for (int64_t u = units * t / nt; u < u1;) {
+    const int64_t units = groups * NP, u0 = units * t / nt, u1 = units * (t + 1) / nt;
+    /* group g: the steps from g * blocks / groups, in equal chunks */
+#define DW_GROUP_VEC(g) ((g) * blocks / groups * step)
+    if (w && u0 < u1) {
+        const int64_t c_hi = DW_GROUP_VEC((u1 - 1) / NP + 1) * VL;
+        jt.wp = bufs + t * d->r * d->s * d->c;
+        pack_depthwise(d, w, (float *)jt.wp, DW_GROUP_VEC(u0 / NP) * VL, c_hi < d->c ? c_hi : d->c);
+    }
+    for (int64_t u = u0; u < u1;) {
         const int64_t grp = u / NP, n = u % NP / j->P, oh0 = u % j->P;
         int64_t len = u1 - u < rb ? u1 - u : rb;
         len = len < j->P - oh0 ? len : j->P - oh0; /* within the image */
-        for (int64_t ch = grp * per_group; ch < (grp + 1) * per_group && ch < chunks; ch++) {
-            const int64_t c_lo = ch * cv * VL, c_hi = c_lo + cv * VL < d->c ? c_lo + cv * VL : d->c;
-            for (int64_t oh = oh0; oh < oh0 + len; oh++) dw_row(j, &k, n, oh, c_lo, c_hi);
+        const int64_t v0 = DW_GROUP_VEC(grp), v1 = DW_GROUP_VEC(grp + 1), chunks = (v1 - v0 + cv - 1) / cv;
+        const int64_t vc = ((v1 - v0 + chunks - 1) / chunks + step - 1) / step * step;
+        for (int64_t c0 = v0; c0 < v1; c0 += vc) {
+            const int64_t c_lo = c0 * VL, c_hi = (c0 + vc < v1 ? c0 + vc : v1) * VL;
+            for (int64_t oh = oh0; oh < oh0 + len; oh++) dw_row(j, &k, n, oh, c_lo, c_hi < d->c ? c_hi : d->c);
         }
         u += len;
     }
+#undef DW_GROUP_VEC
     /* streamed stores are weakly ordered: done before the region's barrier */
     if (j->stream_y) _mm_sfence();
 #pragma omp barrier
