@@ -18,7 +18,8 @@
  *  - 1x1-GEMM (a tuner's choice): the same 1x1 as the GEMM
  *    [n*h*w, c] x [c, k], handed to tsr_gemm with the epilogue.
  *  - depthwise (groups == c == k): vectorised over channels (contiguous in
- *    NHWC), MR output pixels along the width by NR channels in registers.
+ *    NHWC), up to 16 output pixels along the width by one channel vector in
+ *    registers, channels in L1-sized chunks (x86_depthwise.h).
  * Grouped convolutions run the direct kernel per group. NCHW inputs are
  * reordered into NHWC scratch (and the output back), f16/bf16 activations
  * converted into f32 scratch, all inside the call and so inside its time.

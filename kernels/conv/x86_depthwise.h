@@ -10,12 +10,13 @@
  * up to three accumulators that use it (stride 1: T + 2 loads per filter
  * row instead of 3 T), so the FMA port, not the loads, sets the pace.
  * Taps in the padding are skipped per column, so the edges of a row need
- * no one-pixel calls: a 7-wide row is one tile. The epilogue runs per tile
- * in registers (a leading bias is where the sums start). bf16 x and filter
- * on a CPU with AVX512_BF16 take vdpbf16ps tiles that pair filter rows
- * (see dw_pair_tile); elsewhere f16/bf16 activations are widened as
- * loaded. The filter is packed per call as f32 [r][s][c] (an f32 HWIO
- * filter is that already). */
+ * no one-pixel calls: a 7-wide row is one tile. Bias and relu run per tile
+ * in registers (a leading bias is where the sums start); other epilogues
+ * store through dw_store_general. bf16 x and filter on a CPU with
+ * AVX512_BF16 take vdpbf16ps tiles that pair filter rows (see
+ * dw_pair_tile); elsewhere f16/bf16 activations are widened as loaded. The
+ * filter is packed per call as f32 [r][s][c], by each thread for the
+ * channels it takes (an f32 HWIO filter is that already). */
 
 #include "../../arch/x86_avx2/transpose.h"
 #include "../../arch/x86_avx2/prefetch.h"
