@@ -274,7 +274,7 @@ static inline __attribute__((always_inline)) void dw_tile_span(const conv_job *j
 /* Row (n, oh), the whole channel vectors c_lo .. c_hi, in as few tiles
  * as DW_TMAX allows, of widths that differ by one at most: a row of 28 in
  * tiles of 16, 8 and 4 paid each tile's fixed cost (weights, edges,
- * epilogue) three times and ran at 0.65x a row of 32 per FLOP. */
+ * epilogue) three times and ran at 0.68-0.79x the speed of a row of 32 per FLOP. */
 static inline __attribute__((always_inline)) void dw_row_tiles(const conv_job *j, const dw_geo *g, int64_t n,
                                                                 int64_t oh, const int SW, const tsr_dtype xt,
                                                                 int64_t c_lo, int64_t c_hi) {
@@ -500,7 +500,7 @@ static void dw_row(const conv_job *j, const dw_rows *k, int64_t n, int64_t oh, i
  * rows find the rows they share in L1: with every channel of a row at once,
  * C = 192 at 28x28 read each input line from L2 three times (on Emerald
  * Rapids, one core: 56 -> 43 us, oneDNN 37). A chunk keeps two vectors at
- * least (one line per pixel ran at 0.7x the speed at 112x112). Each thread
+ * least (one line per pixel ran at 0.75x the speed at 112x112). Each thread
  * takes an equal run of (channel group, image, output row): blocks of
  * rows, and within a block chunk by chunk, each chunk's rows in order
  * (static items of unequal rows gave one of two threads 30 rows of work
@@ -532,7 +532,7 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
      * batch 1 with a filter to pack one per thread if each takes 8 vectors
      * or more (a thread then packs its own channels only: packing all of
      * it in each, a 14x14x384 layer took 13.5 us against 10.1; groups of
-     * 1-6 vectors ran 0.5-0.8x as fast as rows split) */
+     * 1-6 vectors ran 0.46-0.74x as fast as rows split) */
     int64_t groups = (4 * (int64_t)nt + NP - 1) / NP;
     if (w && d->n == 1 && groups < nt && cvecs >= 8 * (int64_t)nt) groups = nt;
     groups = groups > blocks ? blocks : groups;
