@@ -294,6 +294,7 @@ typedef struct conv_job {
     bool bf;           /* bf16 x and bf16 pair-interleaved panels (vdpbf16ps) */
     const float *wp;   /* packed filter, or an f32 HWIO filter read in place */
     int64_t w_ld;      /* between consecutive (r, s, c) rows of a panel: NR packed, k in place */
+    const ukr_ahead *ahead; /* a filter read in place: how far ahead its rows are fetched (NULL: packed) */
     const float *zero; /* max(c, 1) zeros */
     void *y;           /* NHWC, d->y_dtype */
     const tsr_epilogue *epi;
@@ -373,8 +374,9 @@ static inline void tile_at(const conv_job *j, int64_t t, tile_geo *geo) {
  * (bf16 data travels as float pointers and is read back as uint16_t). */
 #define ELEM(base, e, bf) ((bf) ? (const float *)((const uint16_t *)(const void *)(base) + (e)) : (base) + (e))
 
-static inline __attribute__((always_inline)) void tile_fma(const int mr, int64_t kc, const float *const rows[MR],
-                                                            const float *bp, int64_t ld, bool bf, vf acc[MR][NV]) {
+static inline __attribute__((always_inline)) void tile_fma(const conv_job *j, const int mr, int64_t kc,
+                                                            const float *const rows[MR], const float *bp, bool bf,
+                                                            vf acc[MR][NV]) {
 #ifdef CONV_BF16
     if (bf) {
         ukr_dot_bf16(mr, kc, rows, (const uint16_t *)(const void *)bp, acc);
@@ -382,7 +384,7 @@ static inline __attribute__((always_inline)) void tile_fma(const int mr, int64_t
     }
 #endif
     (void)bf;
-    ukr_fma(mr, kc, rows, 1, bp, ld, acc);
+    ukr_fma_nv(NV, mr, kc, rows, 1, bp, j->w_ld, j->ahead, acc);
 }
 
 /* The first mr pixels (outputs at elements y[i] of y) by nk channels from
@@ -489,7 +491,7 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
         if (!any) continue;
         if (whole) { /* S taps x C channels: one run per pixel */
             for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, (xrow[i] + t->iw[i]) * C, bf);
-            tile_fma(mr, S * C, rows, ELEM(wpan, r * S * Cg * ld, bf), ld, bf, acc);
+            tile_fma(j, mr, S * C, rows, ELEM(wpan, r * S * Cg * ld, bf), bf, acc);
             continue;
         }
         for (int64_t s = 0; s < S; s++) {
@@ -500,7 +502,7 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
                 rows[i] = ok ? ELEM(j->x, (xrow[i] + iw) * C + g * Cg, bf) : j->zero;
                 hit |= ok;
             }
-            if (hit) tile_fma(mr, Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), ld, bf, acc);
+            if (hit) tile_fma(j, mr, Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), bf, acc);
         }
     }
     tile_store(j, acc, t->y, t->mr, g * Kg + kp * NR, nk, mr);
@@ -540,7 +542,7 @@ static inline __attribute__((always_inline)) void pointwise_tile_rows(const conv
     prefetch_residual(j, y, mr, p * NR, nk);
     vf acc[MR][NV];
     ukr_zero(acc);
-    tile_fma(nrows, C, rows, j->w_ld == NR ? ELEM(j->wp, p * C * NR, bf) : j->wp + p * NR, j->w_ld, bf, acc);
+    tile_fma(j, nrows, C, rows, j->w_ld == NR ? ELEM(j->wp, p * C * NR, bf) : j->wp + p * NR, bf, acc);
     tile_store(j, acc, y, mr, p * NR, nk, nrows);
 }
 
@@ -721,6 +723,10 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .pointwise = d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 && d->groups == 1 &&
                                !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};
     if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
+    /* a filter read in place is B read in place to the micro-kernel: its
+     * rows fetched ahead by the distances the GEMM defaults to for this
+     * CPU's vendor (ukr_ahead) */
+    if (in_place && !dw && j.w_ld != NR) j.ahead = ctx->cpu_amd ? &ukr_ahead_far : &ukr_ahead_near;
     const int64_t pixels = d->n * cp->p * cp->q;
     j.tiles = (pixels + MR - 1) / MR;
     j.wide = pixels - j.tiles * (MR - 1); /* tile_span */

@@ -125,6 +125,12 @@ static bool dw_regs_epilogue(const tsr_epilogue *e, bool full) {
     return true;
 }
 
+/* Whether a tile of whole vectors (full) or of a ragged one keeps its sums
+ * in registers through the epilogue and the f32 store. */
+static inline bool dw_regs(const dw_geo *g, bool full) {
+    return g->y_f32 && (full ? g->regs_epi_full : g->regs_epi_tail);
+}
+
 /* The bias of a step at channel c0 (f32 data where lanes < VL). */
 static inline __attribute__((always_inline)) vf dw_bias(const tsr_epilogue_step *st, int64_t c0, int lanes) {
     return lanes == VL ? vf_load_dtype(st->data, st->dtype, c0) : vf_load_n((const float *)st->data + c0, lanes);
@@ -166,7 +172,7 @@ static inline __attribute__((always_inline)) void dw_store_tile(const conv_job *
                                                                  const int T, int64_t c0, int64_t y0, const bool full,
                                                                  const int lanes, int first) {
     const int64_t C = g->C;
-    if (g->y_f32 && (full ? g->regs_epi_full : g->regs_epi_tail)) { /* the accumulators stay in registers */
+    if (dw_regs(g, full)) { /* the accumulators stay in registers */
         dw_epilogue_regs(j->epi, first, acc, T, c0, lanes);
         float *y = (float *)j->y + y0;
         if (lanes < VL) {
@@ -198,8 +204,7 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
     const int lanes = full ? VL : nc;
     const int64_t C = g->C, W = g->W, iw0 = ow0 * g->sw - g->pl;
     /* a leading bias step is where the sums start (one add less per pixel) */
-    const bool regs = g->y_f32 && (full ? g->regs_epi_full : g->regs_epi_tail);
-    const bool bias0 = regs && j->epi->num_steps > 0 && j->epi->steps[0].op == TSR_EPI_BIAS;
+    const bool bias0 = dw_regs(g, full) && j->epi->num_steps > 0 && j->epi->steps[0].op == TSR_EPI_BIAS;
     const vf start = bias0 ? dw_bias(&j->epi->steps[0], c0, lanes) : vf_zero();
     vf acc[DW_TMAX];
 #pragma GCC unroll 16

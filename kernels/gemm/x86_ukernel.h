@@ -76,14 +76,6 @@ static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, const
     for (int64_t p = 0; p < kc; p++) ukr_step(nv, mr, p, r, step, bp, ldb, acc);
 }
 
-/* acc += A(mr x kc) * B(kc x NR); B in place (conv's filters) fetched the
- * far distances, the only ones measured for it (Zen 4). */
-static inline __attribute__((always_inline)) void ukr_fma(const int mr, int64_t kc, const float *const rows[MR],
-                                                          int64_t step, const float *restrict bp, int64_t ldb,
-                                                          vf acc[MR][NV]) {
-    ukr_fma_nv(NV, mr, kc, rows, step, bp, ldb, ldb != NR ? &ukr_ahead_far : NULL, acc);
-}
-
 static inline void ukr_zero(vf acc[MR][NV]) {
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++)
