@@ -290,10 +290,11 @@ START_TEST(isa_gating) {
 }
 END_TEST
 
-/* Past the caches: depthwise with x over 4 MiB (the next input rows
- * prefetched), depthwise and direct (pointwise and 3x3, a ragged last
- * panel) with y over 16 MiB (stored past the caches), f32 and bf16,
- * stride 1 and 2, on the default schedule only (the reference is slow). */
+/* Past the caches: x over 4 MiB (input ahead prefetched: depthwise rows,
+ * pointwise tiles' pixels, f32 and bf16, the last tiles' past the end of x),
+ * depthwise and direct (pointwise and 3x3, a ragged last panel) with y over
+ * 16 MiB (stored past the caches), f32 and bf16, stride 1 and 2, on the
+ * default schedule only (the reference is slow). */
 START_TEST(out_of_cache) {
     tsr_context *ctx = NULL, *ref = tt_ref_context();
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
@@ -303,6 +304,8 @@ START_TEST(out_of_cache) {
         {1, 96, 220, 200, 96, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 96, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES_INPLACE, 0},
         {2, 24, 130, 128, 136, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
         {1, 4, 130, 130, 520, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+        {2, 64, 130, 127, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES, 0},
+        {1, 64, 181, 190, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     };
     int ran = 0;
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
