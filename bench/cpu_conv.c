@@ -1,7 +1,9 @@
 /* tessera-bench --op conv: Tessera's conv2d on the CPU side by side with
  * oneDNN's convolution primitive (its C API) on the same NHWC tensors with
  * the same fused post-ops (bias + relu; bias + residual sum + relu on the
- * layers marked `res`). Two oneDNN entries:
+ * layers marked `res`, the residual summed into y in place by both: oneDNN's
+ * sum post-op reads dst, Tessera's residual step is given y itself, so both
+ * move the same bytes). Two oneDNN entries:
  *  - onednn: weights in the fixed OHWI layout (`acdb`/`gohwi`), the same
  *    user tensor Tessera is given, so any reorder it needs is in its time as
  *    Tessera's per-call packing is in Tessera's;
@@ -209,7 +211,10 @@ static void add_shape(const conv_shape *s, int64_t batch, tsr_dtype t, int want_
         c->impl = impl, c->d = d, c->p = p, c->q = q, c->x = x, c->w = w, c->bias = bias, c->res = res;
         if (impl == IMPL_TESSERA_PACKED) c->w = wpacked, c->d.filter_format = TSR_FILTER_PACKED;
         c->y = bench_alloc(yn * tsr_dtype_size(t));
-        if (c->y && res) memcpy(c->y, res, yn * tsr_dtype_size(t)); /* oneDNN's sum reads dst */
+        if (c->y && res) memcpy(c->y, res, yn * tsr_dtype_size(t)); /* y holds the residual */
+        if (impl <= IMPL_TESSERA_PACKED)
+            for (int i = 0; i < c->d.epilogue.num_steps; i++)
+                if (c->d.epilogue.steps[i].op == TSR_EPI_RESIDUAL) c->d.epilogue.steps[i].data = c->y;
         char shape[64];
         snprintf(shape, sizeof shape, "%s_n%lld", s->name, (long long)batch);
         memcpy(c->shape, shape, sizeof shape);
@@ -226,7 +231,7 @@ static int cross_check(conv_case *ours, conv_case *theirs) {
     if (!ours->y || !theirs->y) return 0;
     const tsr_conv2d_desc *d = &ours->d;
     const size_t yn = (size_t)(d->n * d->k * ours->p * ours->q), es = tsr_dtype_size(d->y_dtype);
-    if (ours->res) memcpy(theirs->y, ours->res, yn * es);
+    if (ours->res) memcpy(ours->y, ours->res, yn * es), memcpy(theirs->y, ours->res, yn * es);
     if (run_case(ours) || run_case(theirs)) return 0;
     const double tol = d->y_dtype == TSR_F32 ? 1e-3 : 5e-2;
     for (size_t i = 0; i < yn; i++) {
