@@ -145,6 +145,12 @@ static const conv_case cases[] = {
     {1, 40, 7, 7, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 32, 7, 7, 40, 3, 3, 1, 1, 2, 1, 1, 2, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     {2, 9, 4, 16, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, F32, EPI_RES_INPLACE, 0},
+    /* rows wide enough for tiles whose every tap is in the image (one run
+     * per filter row, no per-row checks): dilated rows, bf16 5x3, a stride-2
+     * HWIO filter read in place */
+    {1, 16, 11, 30, 40, 3, 3, 1, 1, 2, 2, 1, 1, 2, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 18, 6, 33, 20, 5, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 7, 9, 40, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES, 0},
     /* more than one panel, images smaller than a tile row, channels past 64 */
     {2, 80, 7, 5, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
     {1, 36, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},

@@ -489,34 +489,44 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
     vf acc[MR][NV];
     ukr_zero(acc);
     const float *rows[MR];
-    for (int64_t r = 0; r < R; r++) {
-        bool any = false, whole = fuse_s;
-        int64_t xrow[MR];
-        bool rvalid[MR];
-        for (int i = 0; i < MR; i++) {
-            const int64_t ih = t->ih[i] + r * dh;
-            rvalid[i] = ih >= 0 && ih < H;
-            any |= rvalid[i];
-            whole = whole && rvalid[i] && t->iw[i] >= 0 && t->iw[i] + (S - 1) * dw < W;
-            xrow[i] = (t->n[i] * H + ih) * W;
-        }
-        if (!any) continue;
-        if (whole) { /* S taps x C channels: one run per pixel */
-            for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, (xrow[i] + t->iw[i]) * C, bf);
+    bool inside = fuse_s; /* every tap of every pixel in the image */
+    for (int i = 0; i < MR; i++)
+        inside = inside && t->ih[i] >= 0 && t->ih[i] + (R - 1) * dh < H && t->iw[i] >= 0 && t->iw[i] + S - 1 < W;
+    if (inside) { /* one run of S x C per filter row, the next row W x C on: no per-row checks */
+        for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, ((t->n[i] * H + t->ih[i]) * W + t->iw[i]) * C, bf);
+        for (int64_t r = 0; r < R; r++) {
             tile_fma(j, mr, S * C, rows, ELEM(wpan, r * S * Cg * ld, bf), bf, acc);
-            continue;
+            for (int i = 0; i < MR; i++) rows[i] = ELEM(rows[i], dh * W * C, bf);
         }
-        for (int64_t s = 0; s < S; s++) {
-            bool hit = false;
+    } else /* rows and taps in the padding: checked per filter row, per tap at the edges */
+        for (int64_t r = 0; r < R; r++) {
+            bool any = false, whole = fuse_s;
+            int64_t xrow[MR];
+            bool rvalid[MR];
             for (int i = 0; i < MR; i++) {
-                const int64_t iw = t->iw[i] + s * dw;
-                const bool ok = rvalid[i] && iw >= 0 && iw < W;
-                rows[i] = ok ? ELEM(j->x, (xrow[i] + iw) * C + g * Cg, bf) : j->zero;
-                hit |= ok;
+                const int64_t ih = t->ih[i] + r * dh;
+                rvalid[i] = ih >= 0 && ih < H;
+                any |= rvalid[i];
+                whole = whole && rvalid[i] && t->iw[i] >= 0 && t->iw[i] + (S - 1) * dw < W;
+                xrow[i] = (t->n[i] * H + ih) * W;
             }
-            if (hit) tile_fma(j, mr, Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), bf, acc);
+            if (!any) continue;
+            if (whole) { /* S taps x C channels: one run per pixel */
+                for (int i = 0; i < MR; i++) rows[i] = ELEM(j->x, (xrow[i] + t->iw[i]) * C, bf);
+                tile_fma(j, mr, S * C, rows, ELEM(wpan, r * S * Cg * ld, bf), bf, acc);
+                continue;
+            }
+            for (int64_t s = 0; s < S; s++) {
+                bool hit = false;
+                for (int i = 0; i < MR; i++) {
+                    const int64_t iw = t->iw[i] + s * dw;
+                    const bool ok = rvalid[i] && iw >= 0 && iw < W;
+                    rows[i] = ok ? ELEM(j->x, (xrow[i] + iw) * C + g * Cg, bf) : j->zero;
+                    hit |= ok;
+                }
+                if (hit) tile_fma(j, mr, Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), bf, acc);
+            }
         }
-    }
     tile_store(j, acc, t->y, t->mr, g * Kg + kp * NR, nk, mr);
 }
 
