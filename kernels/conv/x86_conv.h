@@ -319,8 +319,9 @@ static inline __attribute__((always_inline)) void prefetch_bytes(const void *p, 
 /* Pointwise tiles of up to 1 KiB per pixel with x larger than L2 fetch the
  * input pixels of the tile FETCH_TILES ahead into L2, as they start their
  * first panel. The hardware prefetcher had left a 256 -> 64 1x1 at batch 32
- * waiting on memory (Emerald Rapids, 2 threads, two runs each: 0.64-0.78x ->
- * 0.83-0.93x oneDNN; 2, 4 or 8 tiles ahead, to L1 or L2, measured alike).
+ * waiting on memory (Emerald Rapids, 2 threads, six bench runs each:
+ * 0.64-0.88x -> 0.83-1.06x oneDNN; 2, 4 or 8 tiles ahead, to L1 or L2,
+ * measured alike).
  * With 512-2048 channels, and on the direct tiles (1x1 stride 2, 3x3), the
  * same fetch cost 5-20%: their long rows keep the prefetcher streaming. */
 enum { FETCH_TILES = 4, FETCH_PIXEL_BYTES = 1024 };
