@@ -398,15 +398,7 @@ static inline __attribute__((always_inline)) void tile_fma(const conv_job *j, co
     }
 #endif
     (void)bf;
-    if (j->ahead) {
-        ukr_fma_nv(NV, mr, kc, rows, 1, bp, j->w_ld, j->ahead, acc);
-        return;
-    }
-    /* four steps a round: the MR row pointers are bumped once a round
-     * rather than every step (3x3 and 1x1 layers +2-5%; the GEMM's small
-     * cubes, whose A rows are in place too, lost 20% at 64^3 that way) */
-#pragma GCC unroll 4
-    for (int64_t p = 0; p < kc; p++) ukr_step(NV, mr, p, rows, 1, bp, j->w_ld, acc);
+    ukr_fma_nv(NV, mr, kc, rows, 1, bp, j->w_ld, j->ahead, true, acc);
 }
 
 /* The first mr pixels (outputs at elements y[i] of y) by nk channels from

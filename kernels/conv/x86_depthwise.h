@@ -492,8 +492,7 @@ static void dw_row(const conv_job *j, const dw_rows *k, int64_t n, int64_t oh, i
          j->prefetch_x && i < d->stride_h; i++, ih--)
         if (ih >= 0 && ih < d->h) {
             const char *xr = (const char *)j->x + (((n * d->h + ih) * d->w) * d->c + c_lo) * xes;
-            for (int64_t w = 0; w < d->w; w++)
-                for (int64_t b = 0; b < (c_hi - c_lo) * (int64_t)xes; b += 64) tsr_prefetch_l2(xr + w * d->c * xes + b);
+            for (int64_t w = 0; w < d->w; w++) prefetch_bytes(xr + w * d->c * xes, (c_hi - c_lo) * (int64_t)xes, true);
         }
     const int64_t whole = d->c / VL * VL, c_whole = c_hi < whole ? c_hi : whole; /* a ragged vector: dw_row_any */
     int64_t c0 = c_lo;

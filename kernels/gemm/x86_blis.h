@@ -356,7 +356,7 @@ static inline __attribute__((always_inline)) void micro_kernel(const int nv, int
     const float *rows[MR];
     for (int i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_rs;
     ukr_zero(acc);
-    ukr_fma_nv(nv, MR, kc, rows, a_step, bp, ldb, ahead, acc);
+    ukr_fma_nv(nv, MR, kc, rows, a_step, bp, ldb, ahead, false, acc);
 }
 
 #endif /* GEMM_BF16_DOT */
