@@ -214,23 +214,39 @@ static void run_row_kernel(const tsr_kernel *k, tsr_context *ctx, tsr_op op, con
     ck_assert_msg(k->run(ctx, &p, NULL) == TSR_OK, "%s: %s", k->name, tsr_last_error());
 }
 
-/* Row r's special values: 0 plain; 1 large (softmax logits near 90, whose
- * exp overflows unshifted; norms around 1e4, where one-pass variance
- * cancels); 2 the row max first, then a NaN in the same vector lane (the
- * vector max loses the max there, the row must still be NaN); 3 all -inf;
- * 4 -inf entries and a +inf at the end; 5 a NaN alone at the end. Norms
- * get rows 0 and 1 only (their specials just flow through arithmetic). */
+/* Row r's special values. Softmax: 0 plain; 1 logits near 90 (whose exp
+ * overflows unshifted); 2 the row max first, then a NaN in the same
+ * vector lane (the vector max loses the max there, the row must still be
+ * NaN); 3 all -inf; 4 -inf entries and a +inf at the end; 5 a NaN alone at
+ * the end. Norms: 0 plain; 1 around 1e4 (where a one-pass variance about
+ * 0 cancels); 2 the first 16 values 50 above the rest (the shift the
+ * one-pass sums take from them is far from the mean: the centred second
+ * pass); 3 all equal (variance 0); 4 a NaN in the middle; 5 a +inf at the
+ * end (NaN and inf rows need the bf16 store's NaN test). */
 static void special_row(void *x, tsr_dtype t, int64_t at, int64_t cols, int r, bool softmax) {
+    /* a NaN with every payload bit set: rounded to bf16 as a number, it
+     * would carry into the sign and become -0 */
+    const uint32_t nan_bits = 0x7fffffffu;
+    float nan_payload;
+    memcpy(&nan_payload, &nan_bits, sizeof nan_payload);
     for (int64_t j = 0; j < cols; j++) {
         float v = (float)tsr_load_f(x, t, at + j);
-        switch (softmax ? r : r % 2) {
-        case 1: v += softmax ? 90.0f : 1e4f; break;
-        case 2: v = j == 0 ? 9.0f : j == 16 % cols && j ? NAN : v; break;
-        case 3: v = -INFINITY; break;
-        case 4: v = j == cols - 1 ? INFINITY : j % 3 == 1 ? -INFINITY : v; break;
-        case 5: v = j == cols - 1 ? NAN : v; break;
-        default: break;
-        }
+        if (softmax) switch (r) {
+            case 1: v += 90.0f; break;
+            case 2: v = j == 0 ? 9.0f : j == 16 % cols && j ? NAN : v; break;
+            case 3: v = -INFINITY; break;
+            case 4: v = j == cols - 1 ? INFINITY : j % 3 == 1 ? -INFINITY : v; break;
+            case 5: v = j == cols - 1 ? NAN : v; break;
+            default: break;
+            }
+        else switch (r) {
+            case 1: v += 1e4f; break;
+            case 2: v += j < 16 ? 50.0f : 0.0f; break;
+            case 3: v = 2.75f; break;
+            case 4: v = j == cols / 2 ? nan_payload : v; break;
+            case 5: v = j == cols - 1 ? INFINITY : v; break;
+            default: break;
+            }
         tsr_store_f(x, t, at + j, v);
     }
 }
@@ -358,6 +374,95 @@ START_TEST(row_kernels) {
 }
 END_TEST
 
+/* Layernorm rows whose first 16 values sit 1000 above the rest: the
+ * kernels' one-pass sums are shifted by the mean of those 16, far from the
+ * row's mean, and mean(d^2) - mean(d)^2 would cancel most of its bits; the
+ * centred second pass keeps the output within a few f32 ulps of the
+ * reference's double computation, on outputs of every size (the bound is
+ * relative to the row's largest output, as the outputs are differences). */
+START_TEST(norm_shift_far_from_mean) {
+    static const char *const names[] = {"layernorm.x86_avx512", "layernorm.x86_avx2"};
+    static const int64_t cols_list[] = {1031, 8209};
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
+    const tsr_kernel *ref = tsr_registry_find("layernorm.ref");
+    for (int ai = 0; ai < 2; ai++) {
+        const tsr_kernel *k = tsr_registry_find(names[ai]);
+        ck_assert_ptr_nonnull(k);
+        if (!(ctx->cpu_features & TSR_CPU_AVX512F) && ai == 0) {
+            printf("SKIP elementwise_x86: %s: no AVX-512F\n", names[ai]);
+            continue;
+        }
+        for (int ci = 0; ci < 2; ci++) {
+            const int64_t C = cols_list[ci];
+            float *x = malloc(sizeof(float) * (size_t)C), *y = malloc(sizeof(float) * (size_t)C);
+            float *want = malloc(sizeof(float) * (size_t)C);
+            tt_fill(x, TSR_F32, C, 95 + ci, -1, 1);
+            for (int j = 0; j < 16; j++) x[j] += 1000.0f;
+            tsr_rowwise_desc d;
+            tsr_rowwise_desc_init(&d);
+            d.rows = 1, d.cols = C, d.x_row_stride = d.y_row_stride = C;
+            run_row_kernel(ref, ctx, TSR_OP_LAYERNORM, &d, x, NULL, NULL, want);
+            run_row_kernel(k, ctx, TSR_OP_LAYERNORM, &d, x, NULL, NULL, y);
+            double err = 0, big = 0;
+            for (int64_t j = 0; j < C; j++) {
+                err = fmax(err, fabs((double)y[j] - want[j]));
+                big = fmax(big, fabs((double)want[j]));
+            }
+            printf("%s %lld cols, first 16 +1000: max error %.3g of the largest output %.3g\n", names[ai],
+                   (long long)C, err, big);
+            ck_assert_msg(err <= 8 * FLT_EPSILON * big, "%s %lld cols: error %g > 8 ulp of %g", names[ai],
+                          (long long)C, err, big);
+            free(x), free(y), free(want);
+        }
+    }
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
+/* Norms into bf16 with a NaN (every payload bit set) and infs in gamma and
+ * beta: the outputs there are NaN and inf as the reference's, where a
+ * store that took every row for finite would round the NaN to -0. */
+START_TEST(norm_nonfinite_params) {
+    static const char *const archs[] = {"x86_avx512", "x86_avx2"};
+    const uint32_t nan_bits = 0x7fffffffu;
+    float nan_payload;
+    memcpy(&nan_payload, &nan_bits, sizeof nan_payload);
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
+    for (int oi = 1; oi < 3; oi++)
+        for (int ai = 0; ai < 2; ai++) {
+            char name[48];
+            snprintf(name, sizeof name, "%s.%s", row_ops[oi], archs[ai]);
+            const tsr_kernel *k = tsr_registry_find(name), *ref = tsr_registry_find(oi == 1 ? "layernorm.ref" : "rmsnorm.ref");
+            ck_assert_ptr_nonnull(k);
+            if (!(ctx->cpu_features & TSR_CPU_AVX512F) && ai == 0) {
+                printf("SKIP elementwise_x86: %s: no AVX-512F\n", name);
+                continue;
+            }
+            enum { R = 3, C = 257 };
+            uint16_t x[R * C], y[R * C];
+            float want[R * C], g[C], b[C];
+            tt_fill(x, TSR_BF16, R * C, 97, -5, 5);
+            tt_fill(g, TSR_F32, C, 98, 0.5f, 1.5f);
+            tt_fill(b, TSR_F32, C, 99, -1, 1);
+            g[5] = nan_payload, g[40] = INFINITY, b[70] = -INFINITY, b[200] = nan_payload;
+            tsr_rowwise_desc d, dw;
+            tsr_rowwise_desc_init(&d);
+            d.rows = R, d.cols = C, d.x_dtype = d.y_dtype = TSR_BF16, d.x_row_stride = d.y_row_stride = C;
+            dw = d, dw.y_dtype = TSR_F32;
+            run_row_kernel(ref, ctx, row_op_ids[oi], &dw, x, g, b, want);
+            run_row_kernel(k, ctx, row_op_ids[oi], &d, x, g, b, y);
+            const double rtol = tt_rtol(TSR_F32, C);
+            ck_assert_int_eq(row_mismatches(name, y, TSR_BF16, 0, want, R * C, rtol, rtol), 0);
+            ck_assert(isnan(want[5]) && isinf(want[40]));
+        }
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("elementwise_x86");
     TCase *tc = tcase_create("x86");
@@ -365,6 +470,8 @@ int main(void) {
     tcase_add_test(tc, unary_whole_range);
     tcase_add_test(tc, binary_whole_range);
     tcase_add_test(tc, row_kernels);
+    tcase_add_test(tc, norm_shift_far_from_mean);
+    tcase_add_test(tc, norm_nonfinite_params);
     tcase_add_test(tc, chain_out_of_cache);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);

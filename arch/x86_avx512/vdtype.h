@@ -39,14 +39,81 @@ static inline __attribute__((always_inline)) vf vf_load_dtype(const void *p, tsr
 #endif
 }
 
-/* Eight f32 as bf16, rounded to nearest even, NaN kept quiet (tsr_f32_to_bf16). */
-static inline __m128i vf_bf16_from_8(__m256 v) {
+/* 2 VL bf16 at element i of p as f32, out of order: *even holds the values
+ * at even positions, *odd those at odd ones. bf16 is the upper half of an
+ * f32, so each half is one shift or one mask of the loaded bits, with no
+ * lane shuffle (vf_load_dtype widens VL values in order with two
+ * operations, one of them a shuffle): for passes that only sum. */
+static inline __attribute__((always_inline)) void vf_load_bf16_evens_odds(const void *p, int64_t i, vf *even,
+                                                                          vf *odd) {
+    const uint16_t *h = (const uint16_t *)p + i;
+#if VL == 16
+    const __m512i raw = _mm512_loadu_si512((const void *)h);
+    *even = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32((int)0xffff0000u)));
+#else
+    const __m256i raw = _mm256_loadu_si256((const __m256i *)h);
+    *even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));
+    *odd = _mm256_castsi256_ps(_mm256_and_si256(raw, _mm256_set1_epi32((int)0xffff0000u)));
+#endif
+}
+
+/* 2 VL f32 at p split as vf_load_bf16_evens_odds splits bf16: the values
+ * at even positions into *even, the odd ones into *odd. */
+static inline __attribute__((always_inline)) void vf_load_evens_odds(const float *p, vf *even, vf *odd) {
+    const vf a = vf_load(p), b = vf_load(p + VL);
+#if VL == 16
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    *even = _mm512_permutex2var_ps(a, ie, b);
+    *odd = _mm512_permutex2var_ps(a, _mm512_add_epi32(ie, _mm512_set1_epi32(1)), b);
+#else /* per 128-bit lane, then the lanes' 64-bit halves in order */
+    *even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xD8));
+    *odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xDD)), 0xD8));
+#endif
+}
+
+/* The inverse of vf_load_bf16_evens_odds for values known not to be NaN:
+ * 2 VL bf16 into element i of p, rounded to nearest even. The evens'
+ * rounded bits land in the low halves of the 32-bit lanes, the odds' in
+ * the high halves: in order, with no pack or shuffle. Streamed past the
+ * caches when stream is set and the 2 VL values are vector-aligned. */
+static inline __attribute__((always_inline)) void vf_put_bf16_evens_odds_nonnan(void *p, int64_t i, vf even, vf odd,
+                                                                               bool stream) {
+    uint16_t *h = (uint16_t *)p + i;
+#if VL == 16
+    const __m512i ue = _mm512_castps_si512(even), uo = _mm512_castps_si512(odd), one = _mm512_set1_epi32(1);
+    const __m512i half = _mm512_set1_epi32(0x7fff);
+    const __m512i re = _mm512_srli_epi32(
+        _mm512_add_epi32(_mm512_add_epi32(ue, half), _mm512_and_si512(_mm512_srli_epi32(ue, 16), one)), 16);
+    const __m512i ro = _mm512_add_epi32(_mm512_add_epi32(uo, half), _mm512_and_si512(_mm512_srli_epi32(uo, 16), one));
+    /* (ro & 0xffff0000) | re */
+    const __m512i out = _mm512_ternarylogic_epi32(ro, re, _mm512_set1_epi32((int)0xffff0000u), 0xEC);
+    if (stream && !((uintptr_t)h % 64)) _mm512_stream_si512((void *)h, out);
+    else _mm512_storeu_si512((void *)h, out);
+#else
+    const __m256i ue = _mm256_castps_si256(even), uo = _mm256_castps_si256(odd), one = _mm256_set1_epi32(1);
+    const __m256i half = _mm256_set1_epi32(0x7fff);
+    const __m256i re = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(ue, half), _mm256_and_si256(_mm256_srli_epi32(ue, 16), one)), 16);
+    const __m256i ro = _mm256_add_epi32(_mm256_add_epi32(uo, half), _mm256_and_si256(_mm256_srli_epi32(uo, 16), one));
+    const __m256i out = _mm256_or_si256(_mm256_and_si256(ro, _mm256_set1_epi32((int)0xffff0000u)), re);
+    if (stream && !((uintptr_t)h % 32)) _mm256_stream_si256((__m256i *)h, out);
+    else _mm256_storeu_si256((__m256i *)h, out);
+#endif
+}
+
+/* Eight f32 as bf16, rounded to nearest even, NaN kept quiet (tsr_f32_to_bf16).
+ * maybe_nan false: the caller knows no lane is NaN and the NaN test is
+ * skipped (the rounding add would carry a NaN's payload into its sign). */
+static inline __attribute__((always_inline)) __m128i vf_bf16_from_8(__m256 v, bool maybe_nan) {
     __m256i u = _mm256_castps_si256(v);
     __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
     __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
-    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
-    __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-    r = _mm256_blendv_epi8(r, q, nan);
+    if (maybe_nan) {
+        __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+        __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        r = _mm256_blendv_epi8(r, q, nan);
+    }
     __m256i packed = _mm256_packus_epi32(r, r); /* per 128-bit lane: 4 values twice */
     return _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08));
 }
@@ -54,18 +121,18 @@ static inline __m128i vf_bf16_from_8(__m256 v) {
 #if VL == 16
 /* Sixteen f32 as bf16, the same rounding and NaN rule in one 512-bit pass,
  * packed by vpmovdw (a third of the operations of two 8-wide passes). */
-static inline __m256i vf_bf16_from_16(__m512 v) {
+static inline __attribute__((always_inline)) __m256i vf_bf16_from_16(__m512 v, bool maybe_nan) {
     const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
     const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
     __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-    r = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), hi, _mm512_set1_epi32(0x40));
+    if (maybe_nan) r = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), hi, _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(r);
 }
 #endif
 
 static inline void vf_store8_dtype(uint16_t *h, tsr_dtype t, __m256 v) {
     if (t == TSR_F16) _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    else _mm_storeu_si128((__m128i *)h, vf_bf16_from_8(v));
+    else _mm_storeu_si128((__m128i *)h, vf_bf16_from_8(v, true));
 }
 
 /* VL values into element i of p in dtype t. */
@@ -77,7 +144,7 @@ static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dt
     uint16_t *h = (uint16_t *)p + i;
 #if VL == 16
     if (t == TSR_F16) _mm256_storeu_si256((__m256i *)h, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    else _mm256_storeu_si256((__m256i *)h, vf_bf16_from_16(v));
+    else _mm256_storeu_si256((__m256i *)h, vf_bf16_from_16(v, true));
 #else
     vf_store8_dtype(h, t, v);
 #endif
@@ -91,8 +158,10 @@ static inline bool vf_streams(int64_t bytes) { return bytes > (16 << 20); }
  * and the destination is aligned to the stored width (AVX-512; f32 on
  * AVX2): outputs larger than the caches then skip the read of each line
  * before its write, as memcpy's large copies do. The caller issues an
- * sfence before another thread may read what it stored. */
-static inline __attribute__((always_inline)) void vf_put_dtype(void *p, tsr_dtype t, int64_t i, vf v, bool stream) {
+ * sfence before another thread may read what it stored. maybe_nan false:
+ * the caller knows no lane is NaN, and bf16 rounds without the NaN test. */
+static inline __attribute__((always_inline)) void vf_put_dtype_nan(void *p, tsr_dtype t, int64_t i, vf v, bool stream,
+                                                                   bool maybe_nan) {
     if (stream && t == TSR_F32 && !((uintptr_t)((float *)p + i) % (VL * 4))) {
 #if VL == 16
         _mm512_stream_ps((float *)p + i, v);
@@ -104,11 +173,23 @@ static inline __attribute__((always_inline)) void vf_put_dtype(void *p, tsr_dtyp
 #if VL == 16
     if (stream && t != TSR_F32 && !((uintptr_t)((uint16_t *)p + i) % 32)) {
         _mm256_stream_si256((__m256i *)((uint16_t *)p + i),
-                            t == TSR_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : vf_bf16_from_16(v));
+                            t == TSR_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : vf_bf16_from_16(v, maybe_nan));
         return;
     }
 #endif
-    vf_store_dtype(p, t, i, v);
+    if (maybe_nan || t != TSR_BF16) {
+        vf_store_dtype(p, t, i, v);
+        return;
+    }
+#if VL == 16
+    _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), vf_bf16_from_16(v, false));
+#else
+    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), vf_bf16_from_8(v, false));
+#endif
+}
+
+static inline __attribute__((always_inline)) void vf_put_dtype(void *p, tsr_dtype t, int64_t i, vf v, bool stream) {
+    vf_put_dtype_nan(p, t, i, v, stream, true);
 }
 
 /* The first n (1..VL) values of dtype t at element i of p, as f32; lanes
@@ -135,7 +216,7 @@ static inline void vf_store_n_dtype(void *p, tsr_dtype t, int64_t i, vf v, int n
         vf_store_dtype(p, t, i, v);
     } else {
 #if VL == 16
-        const __m256i h = t == TSR_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : vf_bf16_from_16(v);
+        const __m256i h = t == TSR_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : vf_bf16_from_16(v, true);
         _mm256_mask_storeu_epi16((uint16_t *)p + i, (__mmask16)((1u << n) - 1), h);
 #else
         float tmp[VL];

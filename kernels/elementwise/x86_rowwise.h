@@ -3,13 +3,13 @@
  * ROW_LAYERNORM, ROW_RMSNORM and ROW_FEATURES first.
  *
  * A row is read from memory once: the later passes (softmax: max, exp and
- * sum, output; layernorm: mean, centred variance, output; rmsnorm: mean
- * square, output) find it in L1/L2, so the kernels run at the speed of one
- * read and one write of the tensor if the compute of the cached passes
- * overlaps the memory traffic: the middle pass prefetches the next row, so
- * the memory keeps streaming while the row in cache is computed (a core
- * otherwise sends no requests during those passes, and bf16 rows, with
- * half the bytes per element, spend more time there than in the read).
+ * sum, output; norms: sums, output) find it in L1/L2, so the kernels run
+ * at the speed of one read and one write of the tensor if the compute of
+ * the cached passes overlaps the memory traffic: a later pass prefetches
+ * the next row, so the memory keeps streaming while the row in cache is
+ * computed (a core otherwise sends no requests during those passes, and
+ * bf16 rows, with half the bytes per element, spend more time there than
+ * in the read).
  * Each pass keeps RV independent vector accumulators, so the adds and
  * maxes run at throughput rather than at the latency of one chain; a row's
  * last partial vector is loaded and stored under a mask (AVX-512) or
@@ -28,6 +28,7 @@
  * exp(inf - inf) NaN, with the same effect. Only a max of -inf (a row of
  * -inf, maybe with NaNs) needs a scalar look. Norms let NaN and inf flow
  * through the arithmetic as the reference's does. */
+#include <float.h>
 #include <math.h>
 #include <omp.h>
 #include <stdlib.h>
@@ -122,54 +123,133 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
     for (int64_t j = CV; j < C; j += VL) vf_store_n_dtype(r->y, yt, yo + j, vf_mul(vf_load(e + j), inv), tail_of(C - j));
 }
 
-/* Layernorm (center) or rmsnorm. The centred values are (x - x0) - m,
- * with x0 the row's first value and m = mean - x0 = sum(x - x0) / C: x - x0
- * is exact for values near each other and m is small, so rows that sit
- * far from 0 (1e4 +- 5) keep the digits that x - mean, with the mean
- * rounded to an f32 near 1e4, would lose. */
+/* RV vectors of x from element i on, widened to f32, in an order only sums
+ * may use: bf16 comes out evens then odds (vf_load_bf16_evens_odds). */
+ALWAYS_INLINE void load_for_sums(const void *x, tsr_dtype xt, int64_t i, vf *v) {
+    if (xt == TSR_BF16)
+        for (int u = 0; u < RV; u += 2) vf_load_bf16_evens_odds(x, i + u * VL, &v[u], &v[u + 1]);
+    else
+        for (int u = 0; u < RV; u++) v[u] = vf_load_dtype(x, xt, i + u * VL);
+}
+
+/* v * g + b over one vector, each of g and b maybe NULL (1 and 0). */
+ALWAYS_INLINE vf affine(vf v, const float *g, const float *b) {
+    if (g && b) return vf_fma(v, vf_load(g), vf_load(b));
+    if (g) return vf_mul(v, vf_load(g));
+    if (b) return vf_add(v, vf_load(b));
+    return v;
+}
+
+/* True when norm_row keeps bf16 in evens-and-odds order from load to store
+ * on its finite rows, with gamma and beta split alike into a thread's
+ * scratch of 2 x cols floats (split_params). */
+static inline bool norm_splits(tsr_op op, tsr_dtype xt, tsr_dtype yt) {
+    return op != TSR_OP_SOFTMAX && xt == TSR_BF16 && yt == TSR_BF16;
+}
+
+/* gamma, then beta, over the row's whole steps (cols rounded down to RSTEP)
+ * into eo and eo + that length, evens and odds of each 2 VL apart. */
+static void split_params(const tsr_rowwise_problem *r, tsr_op op, float *eo) {
+    const int64_t CV = r->d.cols / RSTEP * RSTEP;
+    const float *src[2] = {r->gamma, op == TSR_OP_LAYERNORM ? r->beta : NULL};
+    for (int a = 0; a < 2; a++)
+        for (int64_t j = 0; src[a] && j < CV; j += 2 * VL) {
+            vf even, odd;
+            vf_load_evens_odds(src[a] + j, &even, &odd);
+            vf_store(eo + a * CV + j, even);
+            vf_store(eo + a * CV + j + VL, odd);
+        }
+}
+
+/* Layernorm (center) or rmsnorm: a pass over the row for its sums, one
+ * more for the output. The layernorm sums are of d = x - x0 and d^2, with
+ * x0 the mean of the row's first VL values: rows that sit far from 0
+ * (1e4 +- 5) have x - x0 exact (the two lie within a factor 2), where x -
+ * mean, with the mean rounded to an f32 near 1e4, would lose digits. The
+ * variance mean(d^2) - m^2, m = mean(d), cancels only as far as m^2 is a
+ * part of mean(d^2): past 3/4 (x0 further than 1.7 standard deviations
+ * from the mean, when the first values are not like the rest) it could
+ * lose more than 2 bits, and a second pass sums ((x - x0) - m)^2 instead.
+ * Output: ((x - x0) - m) / sqrt(var + eps) * gamma + beta. */
 ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool center, tsr_dtype xt, tsr_dtype yt,
-                            next_row nx, bool stream) {
+                            next_row nx, bool stream, bool params_finite, const float *eo) {
     const int64_t C = r->d.cols, CV = C / RSTEP * RSTEP;
     const int64_t xo = row * r->d.x_row_stride, yo = row * r->d.y_row_stride;
-    vf acc[RV];
-    const vf x0 = vf_set1(center ? tsr_load_f(r->x, xt, xo) : 0.0f);
-    float m = 0.0f;
-    if (center) {
-        for (int u = 0; u < RV; u++) acc[u] = vf_zero();
-        for (int64_t j = 0; j < CV; j += RSTEP)
-            for (int u = 0; u < RV; u++) acc[u] = vf_add(acc[u], vf_sub(vf_load_dtype(r->x, xt, xo + j + u * VL), x0));
-        for (int64_t j = CV; j < C; j += VL) {
-            const int n = tail_of(C - j);
-            acc[0] = vf_add(acc[0], vf_fill_past(vf_sub(vf_load_n_dtype(r->x, xt, xo + j, n), x0), n, vf_zero()));
-        }
-        m = vf_hsum(add4(acc)) / (float)C;
-    }
-    const vf mv = vf_set1(m);
-#define CENTRED(x) (center ? vf_sub(vf_sub(x, x0), mv) : (x))
-    for (int u = 0; u < RV; u++) acc[u] = vf_zero();
+    vf x0 = vf_zero();
+    if (center) x0 = vf_set1(vf_hsum(vf_load_n_dtype(r->x, xt, xo, tail_of(C))) / (float)tail_of(C));
+    vf s1[RV], s2[RV];
+    for (int u = 0; u < RV; u++) s1[u] = s2[u] = vf_zero();
     for (int64_t j = 0; j < CV; j += RSTEP) {
-        prefetch_next(nx, j, RSTEP);
+        vf v[RV];
+        load_for_sums(r->x, xt, xo + j, v);
         for (int u = 0; u < RV; u++) {
-            const vf d = CENTRED(vf_load_dtype(r->x, xt, xo + j + u * VL));
-            acc[u] = vf_fma(d, d, acc[u]);
+            const vf d = center ? vf_sub(v[u], x0) : v[u];
+            if (center) s1[u] = vf_add(s1[u], d);
+            s2[u] = vf_fma(d, d, s2[u]);
+        }
+    }
+    for (int64_t j = CV; j < C; j += VL) {
+        const int n = tail_of(C - j);
+        const vf v = vf_load_n_dtype(r->x, xt, xo + j, n);
+        const vf d = center ? vf_fill_past(vf_sub(v, x0), n, vf_zero()) : v;
+        s1[0] = vf_add(s1[0], d);
+        s2[0] = vf_fma(d, d, s2[0]);
+    }
+    float sums[4];
+    vf_hsum4(add4(s1), add4(s2), vf_zero(), vf_zero(), sums);
+    const double m = center ? (double)sums[0] / (double)C : 0.0, ms = (double)sums[1] / (double)C;
+    double var = ms - m * m;
+    const vf mv = vf_set1((float)m);
+#define CENTRED(x) (center ? vf_sub(vf_sub(x, x0), mv) : (x))
+    if (center && m * m > 0.75 * ms) {
+        for (int u = 0; u < RV; u++) s2[u] = vf_zero();
+        for (int64_t j = 0; j < C; j += VL) {
+            const int n = tail_of(C - j);
+            const vf d = vf_fill_past(CENTRED(vf_load_n_dtype(r->x, xt, xo + j, n)), n, vf_zero());
+            s2[0] = vf_fma(d, d, s2[0]);
+        }
+        var = (double)vf_hsum(s2[0]) / (double)C;
+    }
+    if (var < 0) var = 0; /* ms - m^2 rounded below 0: a row of equal values */
+    const vf iv = vf_set1((float)(1.0 / sqrt(var + (double)r->d.epsilon)));
+    /* Finite sums mean a finite row and |(x - x0 - m) * iv| <= sqrt(C): with
+     * finite gamma and beta no output lane is NaN (an overflow is inf), so
+     * bf16 stores skip their NaN test. */
+    const bool maybe_nan = !(params_finite && isfinite(sums[0]) && isfinite(sums[1]));
+    const float *g = r->gamma, *b = center ? r->beta : NULL;
+    if (xt == TSR_BF16 && yt == TSR_BF16 && !maybe_nan) {
+        /* evens and odds (vf_load_bf16_evens_odds) through to the store,
+         * with gamma and beta split alike once per thread (eo) */
+        const float *ge = g ? eo : NULL, *be = b ? eo + CV : NULL;
+        for (int64_t j = 0; j < CV; j += RSTEP) {
+            prefetch_next(nx, j, RSTEP);
+            for (int u = 0; u < RV; u += 2) {
+                const int64_t k = j + u * VL;
+                vf v[2];
+                vf_load_bf16_evens_odds(r->x, xo + k, &v[0], &v[1]);
+                for (int h = 0; h < 2; h++)
+                    v[h] = affine(vf_mul(CENTRED(v[h]), iv), ge ? ge + k + h * VL : NULL, be ? be + k + h * VL : NULL);
+                vf_put_bf16_evens_odds_nonnan(r->y, yo + k, v[0], v[1], stream);
+            }
+        }
+    } else {
+        for (int64_t j = 0; j < CV; j += RSTEP) {
+            prefetch_next(nx, j, RSTEP);
+            for (int u = 0; u < RV; u++) {
+                const int64_t k = j + u * VL;
+                const vf v = vf_mul(CENTRED(vf_load_dtype(r->x, xt, xo + k)), iv);
+                vf_put_dtype_nan(r->y, yt, yo + k, affine(v, g ? g + k : NULL, b ? b + k : NULL), stream, maybe_nan);
+            }
         }
     }
     prefetch_next(nx, CV, C - CV);
     for (int64_t j = CV; j < C; j += VL) {
         const int n = tail_of(C - j);
-        const vf d = vf_fill_past(CENTRED(vf_load_n_dtype(r->x, xt, xo + j, n)), n, vf_zero());
-        acc[0] = vf_fma(d, d, acc[0]);
-    }
-    const float q = vf_hsum(add4(acc));
-    const vf iv = vf_set1((float)(1.0 / sqrt((double)q / (double)C + (double)r->d.epsilon)));
-    const float *g = r->gamma, *b = center ? r->beta : NULL;
-    for (int64_t j = 0; j < C; j += VL) {
-        const int n = tail_of(C - j);
-        vf v = vf_mul(CENTRED(n == VL ? vf_load_dtype(r->x, xt, xo + j) : vf_load_n_dtype(r->x, xt, xo + j, n)), iv);
-        if (g) v = vf_mul(v, vf_load_n(g + j, n));
-        if (b) v = vf_add(v, vf_load_n(b + j, n));
-        if (n == VL) vf_put_dtype(r->y, yt, yo + j, v, stream);
-        else vf_store_n_dtype(r->y, yt, yo + j, v, n);
+        vf v = vf_mul(CENTRED(vf_load_n_dtype(r->x, xt, xo + j, n)), iv);
+        if (g && b) v = vf_fma(v, vf_load_n(g + j, n), vf_load_n(b + j, n));
+        else if (g) v = vf_mul(v, vf_load_n(g + j, n));
+        else if (b) v = vf_add(v, vf_load_n(b + j, n));
+        vf_store_n_dtype(r->y, yt, yo + j, v, n);
     }
 #undef CENTRED
 }
@@ -177,7 +257,7 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
 /* Rows [r0, r1) of one thread, specialised per (x, y) dtype so the
  * converting loads and stores inline. */
 ALWAYS_INLINE void rows_xy(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_t r1, tsr_dtype xt,
-                           tsr_dtype yt, float *e) {
+                           tsr_dtype yt, float *e, bool params_finite) {
     const int es = (int)tsr_dtype_size(xt);
     const bool stream = streams_y(r, yt);
     /* one loop per op, so norm_row's center is a constant in each */
@@ -187,18 +267,18 @@ ALWAYS_INLINE void rows_xy(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, 
         call;                                                                                              \
     }
     if (op == TSR_OP_SOFTMAX) EACH_ROW(softmax_row(r, row, xt, yt, e, nx, stream))
-    else if (op == TSR_OP_LAYERNORM) EACH_ROW(norm_row(r, row, true, xt, yt, nx, stream))
-    else EACH_ROW(norm_row(r, row, false, xt, yt, nx, stream))
+    else if (op == TSR_OP_LAYERNORM) EACH_ROW(norm_row(r, row, true, xt, yt, nx, stream, params_finite, e))
+    else EACH_ROW(norm_row(r, row, false, xt, yt, nx, stream, params_finite, e))
 #undef EACH_ROW
 }
 
 #define ROW_CASE(XT, YT)                             \
     if (xt == XT && yt == YT) {                      \
-        rows_xy(r, op, r0, r1, XT, YT, e);           \
+        rows_xy(r, op, r0, r1, XT, YT, e, params_finite);           \
         return;                                      \
     }
 
-static void run_rows(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_t r1, float *e) {
+static void run_rows(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_t r1, float *e, bool params_finite) {
     const tsr_dtype xt = r->d.x_dtype, yt = r->d.y_dtype;
     ROW_CASE(TSR_F32, TSR_F32);
     ROW_CASE(TSR_F32, TSR_F16);
@@ -211,23 +291,39 @@ static void run_rows(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_
     ROW_CASE(TSR_BF16, TSR_BF16);
 }
 
-/* Rows [r0, r1) with softmax's scratch on the stack when it fits (no
- * allocation on small calls), else on the heap. */
-static tsr_status run_rows_scratch(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_t r1) {
-    const int64_t cols = (r->d.cols + VL - 1) / VL * VL;
-    if (op != TSR_OP_SOFTMAX) {
-        run_rows(r, op, r0, r1, NULL);
-    } else if (cols <= ROW_STACK_COLS) {
+/* Rows [r0, r1) with their scratch (softmax's exps, or the split gamma
+ * and beta of norm_splits) on the stack when it fits (no allocation on
+ * small calls), else on the heap. */
+static tsr_status run_rows_scratch(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_t r1,
+                                   bool params_finite) {
+    const bool split = norm_splits(op, r->d.x_dtype, r->d.y_dtype) && params_finite;
+    const int64_t need = op == TSR_OP_SOFTMAX ? (r->d.cols + VL - 1) / VL * VL : split ? 2 * r->d.cols : 0;
+    if (need == 0) {
+        run_rows(r, op, r0, r1, NULL, params_finite);
+    } else if (need <= ROW_STACK_COLS) {
         float e[ROW_STACK_COLS] __attribute__((aligned(64)));
-        run_rows(r, op, r0, r1, e);
+        if (split) split_params(r, op, e);
+        run_rows(r, op, r0, r1, e, params_finite);
     } else {
-        float *e = aligned_alloc(64, ((size_t)cols * sizeof(float) + 63) / 64 * 64); /* a multiple of the alignment */
+        float *e = aligned_alloc(64, ((size_t)need * sizeof(float) + 63) / 64 * 64); /* a multiple of the alignment */
         if (!e) return TSR_ERR_OUT_OF_MEMORY;
-        run_rows(r, op, r0, r1, e);
+        if (split) split_params(r, op, e);
+        run_rows(r, op, r0, r1, e, params_finite);
         free(e);
     }
     if (streams_y(r, r->d.y_dtype)) _mm_sfence(); /* the streamed stores, before anyone reads y */
     return TSR_OK;
+}
+
+/* No NaN or inf in v[0..n) (v NULL: none). */
+static bool all_finite(const float *v, int64_t n) {
+    if (!v) return true;
+    int64_t j = 0;
+    for (; j + VL <= n; j += VL) /* |v| not <= FLT_MAX: inf, or NaN (unordered) */
+        if (vf_any(vf_is(vf_copysign(vf_load(v + j), vf_zero()), vf_set1(FLT_MAX), _CMP_NLE_UQ))) return false;
+    for (; j < n; j++)
+        if (!isfinite(v[j])) return false;
+    return true;
 }
 
 static tsr_status row_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
@@ -237,16 +333,19 @@ static tsr_status row_run(tsr_context *ctx, const tsr_problem *p, const tsr_sche
     if (!tsr_is_float_dtype(r->d.x_dtype) || !tsr_is_float_dtype(r->d.y_dtype))
         return tsr_fail(TSR_ERR_NOT_SUPPORTED, "%s.%s: dtypes", tsr_op_name(op), ROW_ARCH);
     const int threads = tsr_threads_for(ctx, (double)r->d.rows * (double)r->d.cols, 65536);
+    /* the norms' bf16 stores skip the NaN test on finite rows if these are finite */
+    const bool params_finite = op != TSR_OP_SOFTMAX && r->d.y_dtype == TSR_BF16 && all_finite(r->gamma, r->d.cols) &&
+                               all_finite(op == TSR_OP_LAYERNORM ? r->beta : NULL, r->d.cols);
     /* one thread: no parallel region (libgomp's costs a futex call even
      * when it runs alone, a microsecond on small rows) */
     tsr_status st = TSR_OK;
-    if (threads <= 1) st = run_rows_scratch(r, op, 0, r->d.rows);
+    if (threads <= 1) st = run_rows_scratch(r, op, 0, r->d.rows, params_finite);
     else {
 #pragma omp parallel num_threads(threads)
         {
             /* contiguous rows per thread, so each prefetches its own next row */
             const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num(), R = r->d.rows;
-            const tsr_status ts = run_rows_scratch(r, op, R * t / nt, R * (t + 1) / nt);
+            const tsr_status ts = run_rows_scratch(r, op, R * t / nt, R * (t + 1) / nt, params_finite);
             if (ts != TSR_OK) {
 #pragma omp atomic write
                 st = ts;

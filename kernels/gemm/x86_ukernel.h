@@ -166,7 +166,7 @@ static inline __attribute__((always_inline)) void ukr_store_n(void *p, tsr_dtype
         if (native) h = (__m256i)_mm512_cvtneps_pbh(v);
         else
 #endif
-            h = vf_bf16_from_16(v);
+            h = vf_bf16_from_16(v, true);
         if (n >= VL) _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
         else _mm256_mask_storeu_epi16((uint16_t *)p + i, (__mmask16)((1u << n) - 1), h);
         return;
