@@ -1,9 +1,10 @@
 /* tessera-bench --op rowwise: softmax, layernorm and rmsnorm on the CPU,
- * and a fused chain (SwiGLU's silu(x) * g, two inputs and one output),
+ * a fused chain (SwiGLU's silu(x) * g, two inputs and one output) and the
+ * erf GELU (a one-step chain),
  * against memcpy in the same run (an op that reads its inputs once and
  * writes its output once can at best move bytes as fast as a copy) and
- * against oneDNN's softmax, layer normalization, and swish + binary-mul
- * primitives on the same buffers (oneDNN 2.6 has no RMS norm). Sizes from
+ * against oneDNN's softmax, layer normalization, swish + binary-mul and
+ * gelu_erf primitives on the same buffers (oneDNN 2.6 has no RMS norm). Sizes from
  * 4 KiB rows x 1 to 256 MiB. Names: <op>/<dtype>/rows/<R>x<C>/<impl>. */
 #include <omp.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@
 #include "cpu_context.h"
 #include "tessera.h"
 
-enum { OP_COPY, OP_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_SWIGLU };
+enum { OP_COPY, OP_SOFTMAX, OP_LAYERNORM, OP_RMSNORM, OP_SWIGLU, OP_GELU };
 #define MAX_ROW_CASES 128
 
 typedef struct row_case {
@@ -46,6 +47,7 @@ static tsr_status run_row(row_case *c) {
         const void *ops[1] = {c->g};
         return tsr_elementwise_chain(ctx, &c->chain, &c->t, c->x, ops, &c->t, c->y);
     }
+    case OP_GELU: return tsr_elementwise_chain(ctx, &c->chain, &c->t, c->x, NULL, &c->t, c->y);
     default: return tsr_rmsnorm(ctx, &c->d, c->x, c->gamma, c->y);
     }
 }
@@ -74,7 +76,7 @@ static void bench_row(gb_state *st, void *arg) {
 
 static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
     if (ncases == MAX_ROW_CASES) return;
-    static const char *const names[] = {"copy", "softmax", "layernorm", "rmsnorm", "swiglu"};
+    static const char *const names[] = {"copy", "softmax", "layernorm", "rmsnorm", "swiglu", "gelu_erf"};
     row_case *c = &cases[ncases++];
     memset(c, 0, sizeof *c);
     tsr_rowwise_desc_init(&c->d);
@@ -82,11 +84,13 @@ static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
     size_t n = (size_t)(rows * cols), es = tsr_dtype_size(t);
     c->bytes = (op == OP_SWIGLU ? 3 : 2) * n * es;
     c->x = bench_alloc(n * es), c->y = bench_alloc(n * es);
-    if (op == OP_SWIGLU) {
+    if (op == OP_SWIGLU || op == OP_GELU) {
         const int64_t shape[2] = {rows, cols};
         c->t = tsr_tensor_contiguous(t, 2, shape);
         tsr_chain_desc_init(&c->chain);
-        tsr_chain_push_unary(&c->chain, TSR_UNARY_SILU);
+        tsr_chain_push_unary(&c->chain, op == OP_SWIGLU ? TSR_UNARY_SILU : TSR_UNARY_GELU_ERF);
+    }
+    if (op == OP_SWIGLU) {
         tsr_chain_push_tensor(&c->chain, TSR_BINARY_MUL, &c->t, 0);
         if ((c->g = bench_alloc(n * es))) bench_fill(c->g, t, n, 2, -1.0f, 1.0f);
     }
@@ -100,7 +104,8 @@ static void add(int op, tsr_dtype t, int64_t rows, int64_t cols) {
              (long long)cols, op == OP_COPY ? "memcpy" : "tessera");
     if (op == OP_COPY || ncases == MAX_ROW_CASES) return;
     /* oneDNN's primitive on the same buffers, the next case */
-    static const int prim_op[] = {0, ROW_ONEDNN_SOFTMAX, ROW_ONEDNN_LAYERNORM, ROW_ONEDNN_RMSNORM, ROW_ONEDNN_SWIGLU};
+    static const int prim_op[] = {0, ROW_ONEDNN_SOFTMAX, ROW_ONEDNN_LAYERNORM, ROW_ONEDNN_RMSNORM, ROW_ONEDNN_SWIGLU,
+                                 ROW_ONEDNN_GELU_ERF};
     row_case *o = &cases[ncases++];
     *o = *c;
     o->prim = row_onednn_create(prim_op[op], t, rows, cols, c->d.epsilon, &o->why);
@@ -124,7 +129,7 @@ int rowwise_suite_main(int threads, int quick, int want_summary) {
     static const tsr_dtype dts[] = {TSR_F32, TSR_BF16};
     for (int si = 0; si < nshapes; si++)
         for (int t = 0; t < 2; t++)
-            for (int op = OP_COPY; op <= OP_SWIGLU; op++) add(op, dts[t], shapes[si][0], shapes[si][1]);
+            for (int op = OP_COPY; op <= OP_GELU; op++) add(op, dts[t], shapes[si][0], shapes[si][1]);
     for (int i = 0; i < ncases; i++) gb_register(cases[i].name, bench_row, &cases[i], 0, (double)cases[i].bytes);
     gb_run();
     if (want_summary) {

@@ -42,6 +42,10 @@ row_prim *row_onednn_create(int op, tsr_dtype t, int64_t rows, int64_t cols, flo
         st = dnnl_layer_normalization_forward_desc_init(&d, dnnl_forward_inference, &md, NULL, epsilon,
                                                         dnnl_use_scale | dnnl_use_shift);
         if (!st) st = dnnl_primitive_desc_create(&pd, &d, NULL, engine, NULL);
+    } else if (!st && op == ROW_ONEDNN_GELU_ERF) {
+        dnnl_eltwise_desc_t d;
+        st = dnnl_eltwise_forward_desc_init(&d, dnnl_forward_inference, dnnl_eltwise_gelu_erf, &md, 0.0f, 0.0f);
+        if (!st) st = dnnl_primitive_desc_create(&pd, &d, NULL, engine, NULL);
     } else if (!st) {
         /* swish(x) = x sigmoid(x) into y, then y * g: two jit primitives, two
          * passes. (A binary-mul post-op on the eltwise primitive would be one

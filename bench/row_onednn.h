@@ -1,6 +1,6 @@
 /* oneDNN's primitives for the row ops of tessera-bench --op rowwise
- * (row_onednn.c): softmax, layer normalization, and swish then binary mul
- * for the SwiGLU chain. */
+ * (row_onednn.c): softmax, layer normalization, swish then binary mul
+ * for the SwiGLU chain, and the erf GELU. */
 #ifndef TSR_BENCH_ROW_ONEDNN_H
 #define TSR_BENCH_ROW_ONEDNN_H
 
@@ -8,7 +8,7 @@
 
 #include "tessera.h"
 
-enum { ROW_ONEDNN_SOFTMAX, ROW_ONEDNN_LAYERNORM, ROW_ONEDNN_RMSNORM, ROW_ONEDNN_SWIGLU };
+enum { ROW_ONEDNN_SOFTMAX, ROW_ONEDNN_LAYERNORM, ROW_ONEDNN_RMSNORM, ROW_ONEDNN_SWIGLU, ROW_ONEDNN_GELU_ERF };
 
 typedef struct row_prim row_prim;
 

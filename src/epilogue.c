@@ -41,10 +41,14 @@ float tsr_activation_ref(tsr_activation act, float x) {
     switch (act) {
     case TSR_ACT_NONE: return x;
     case TSR_ACT_RELU: return x > 0.0f || x != x ? x : 0.0f; /* NaN propagates */
-    case TSR_ACT_GELU_ERF: return (float)(0.5 * x * (1.0 + erf(x * 0.70710678118654752440)));
+    /* The GELUs as x Phi(x) with Phi in a form that does not cancel for
+     * x < 0, where 1 + erf or 1 + tanh near -1 would lose Phi's digits
+     * even in double (from x = -6 on, all of them): 0.5 erfc(-x/sqrt 2),
+     * and 0.5 (1 + tanh(z/2)) = 1 / (1 + exp(-z)). */
+    case TSR_ACT_GELU_ERF: return (float)(0.5 * x * erfc(-(double)x * 0.70710678118654752440));
     case TSR_ACT_GELU_TANH: {
         double xd = x;
-        return (float)(0.5 * xd * (1.0 + tanh(0.79788456080286535588 * (xd + 0.044715 * xd * xd * xd))));
+        return (float)(xd / (1.0 + exp(-2.0 * 0.79788456080286535588 * (xd + 0.044715 * xd * xd * xd))));
     }
     case TSR_ACT_SILU: return (float)(x / (1.0 + exp(-(double)x)));
     case TSR_ACT_SIGMOID: return (float)(1.0 / (1.0 + exp(-(double)x)));

@@ -30,6 +30,10 @@ static float want_unary(tsr_unary_op op, float xf) {
     case TSR_UNARY_SIGMOID: return (float)(1.0 / (1.0 + exp(-x)));
     case TSR_UNARY_SILU: return (float)(x / (1.0 + exp(-x)));
     case TSR_UNARY_RELU: return isnan(xf) ? xf : xf > 0 ? xf : 0.0f;
+    case TSR_UNARY_TANH: return (float)tanh(x);
+    case TSR_UNARY_ERF: return (float)erf(x);
+    case TSR_UNARY_GELU_ERF: return (float)(0.5 * x * erfc(-x * 0.70710678118654752440));
+    case TSR_UNARY_GELU_TANH: return (float)(x / (1.0 + exp(-2.0 * 0.79788456080286535588 * (x + 0.044715 * x * x * x))));
     default: return tsr_unary_ref(op, xf);
     }
 }
@@ -95,8 +99,8 @@ START_TEST(unary_whole_range) {
     } ops[] = {
         {TSR_UNARY_NEG, 0},     {TSR_UNARY_ABS, 0},        {TSR_UNARY_SQUARE, 0}, {TSR_UNARY_SQRT, 0},
         {TSR_UNARY_RSQRT, 1},   {TSR_UNARY_RECIPROCAL, 1}, {TSR_UNARY_EXP, 2},    {TSR_UNARY_SIGMOID, 3},
-        {TSR_UNARY_SILU, 3},    {TSR_UNARY_RELU, 0},       {TSR_UNARY_LOG, 0},    {TSR_UNARY_ERF, 0},
-        {TSR_UNARY_TANH, 0},    {TSR_UNARY_GELU_ERF, 0},   {TSR_UNARY_GELU_TANH, 0},
+        {TSR_UNARY_SILU, 3},    {TSR_UNARY_RELU, 0},       {TSR_UNARY_LOG, 0},    {TSR_UNARY_ERF, 2},
+        {TSR_UNARY_TANH, 1},    {TSR_UNARY_GELU_ERF, 6},   {TSR_UNARY_GELU_TANH, 4},
     };
     float *x = malloc(sizeof(float) * 80000), *y = malloc(sizeof(float) * 80000);
     const int n = fill_range(x);

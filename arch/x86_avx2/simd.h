@@ -13,6 +13,7 @@ typedef __m256i vi;
 #define vf_load(p) _mm256_loadu_ps(p)
 #define vf_store(p, v) _mm256_storeu_ps(p, v)
 #define vf_fma(a, b, c) _mm256_fmadd_ps(a, b, c)
+#define vf_fms(a, b, c) _mm256_fmsub_ps(a, b, c) /* a b - c, rounded once */
 #define vf_add(a, b) _mm256_add_ps(a, b)
 #define vf_sub(a, b) _mm256_sub_ps(a, b)
 #define vf_mul(a, b) _mm256_mul_ps(a, b)

@@ -12,6 +12,7 @@ typedef __m512 vf;
 #define vf_load(p) _mm512_loadu_ps(p)
 #define vf_store(p, v) _mm512_storeu_ps(p, v)
 #define vf_fma(a, b, c) _mm512_fmadd_ps(a, b, c)
+#define vf_fms(a, b, c) _mm512_fmsub_ps(a, b, c) /* a b - c, rounded once */
 #define vf_add(a, b) _mm512_add_ps(a, b)
 #define vf_sub(a, b) _mm512_sub_ps(a, b)
 #define vf_mul(a, b) _mm512_mul_ps(a, b)

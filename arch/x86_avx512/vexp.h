@@ -44,6 +44,13 @@ static inline vf exp_nonpos(vf d) {
     return vf_scale2(y, n);
 }
 
+/* exp(d) 2^k for d <= 0 (exp_scaled without the overflow test). */
+static inline vf exp_nonpos_scaled(vf d, float k) {
+    vf n;
+    const vf y = vf_exp_reduced(vf_max(vf_set1(-110.0f - 0.6931472f * k), d), &n);
+    return vf_scale2(y, vf_add(n, vf_set1(k)));
+}
+
 /* exp(d) for d <= 0 or -inf (exactly 0), for attention's softmax weights:
  * 2^t, t = d log2(e), as 2^f (f = t - round(t) in [-1/2, 1/2], Cephes
  * exp2f's polynomial, 1.7e-7 relative) times 2^round(t). Rounding t costs

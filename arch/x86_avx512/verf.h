@@ -1,0 +1,129 @@
+/* tanh, erf and the two GELUs over the simd.h names, for the x86 chain
+ * kernels; include it after a simd.h, vmath.h, vdtype.h and vexp.h.
+ * Polynomials were fitted to the functions (Chebyshev nodes, weighted
+ * least squares iterated toward minimax, coefficients rounded to f32);
+ * each comment gives the fit's error. The bounds over the whole float
+ * range (tests/test_elementwise_x86.c measures them against libm in
+ * double) are listed in kernels/elementwise/x86_chain.h.
+ *
+ * The GELUs are x Phi(x), with Phi = 1/2 erfc(-x/sqrt 2) or sigmoid(z),
+ * z = 2 sqrt(2/pi) (x + 0.044715 x^3). Phi's tail for x < 0 is a tiny
+ * exp(-something large): an argument rounded to f32 would carry its
+ * rounding, times its size, into the result (x = -10: some hundred ulps),
+ * so there the argument is formed as an unevaluated sum hi + lo of f32
+ * (the products' errors recovered by fma) and exp(hi + lo) = exp(hi)
+ * (1 + lo). The tails also reach below the normal range: exp is taken at
+ * 2^64 scale and the product scaled back last, so a denormal result is
+ * rounded once. */
+#ifndef TSR_X86_VERF_H
+#define TSR_X86_VERF_H
+
+/* tanh(x) for |x| < 0.625 as x + x z P(z), z = x^2: P's error 3.9e-8. */
+static inline vf tanh_small(vf x, vf z) {
+    vf p = vf_set1(2.338996623e-03f);
+    p = vf_fma(p, z, vf_set1(-8.392967284e-03f));
+    p = vf_fma(p, z, vf_set1(2.178768627e-02f));
+    p = vf_fma(p, z, vf_set1(-5.396236479e-02f));
+    p = vf_fma(p, z, vf_set1(1.333332360e-01f));
+    p = vf_fma(p, z, vf_set1(-3.333333433e-01f));
+    return vf_fma(vf_mul(x, z), p, x);
+}
+
+/* tanh(x): the polynomial below |x| = 0.625, else 1 - 2 / (exp(2|x|) + 1)
+ * with x's sign (from 0.625 on, 2 / (e + 1) < 0.45: no bits cancel;
+ * exp overflows to inf past |x| = 44 and the result is 1). */
+static inline vf tanh_full(vf x) {
+    const vf one = vf_set1(1.0f), ax = vf_copysign(x, vf_zero());
+    const vf large = vf_copysign(vf_sub(one, vf_div(vf_set1(2.0f), vf_add(exp_full(vf_add(ax, ax)), one))), x);
+    return vf_select(vf_is(ax, vf_set1(0.625f), _CMP_LT_OQ), large, tanh_small(x, vf_mul(x, x)));
+}
+
+/* erf(x) / x - 1 for |x| < 0.875, z = x^2: error 1.1e-8. */
+static inline vf erf_small_q(vf z) {
+    vf q = vf_set1(8.698958845e-05f);
+    q = vf_fma(q, z, vf_set1(-8.216545102e-04f));
+    q = vf_fma(q, z, vf_set1(5.207219161e-03f));
+    q = vf_fma(q, z, vf_set1(-2.686177380e-02f));
+    q = vf_fma(q, z, vf_set1(1.128373668e-01f));
+    q = vf_fma(q, z, vf_set1(-3.761263490e-01f));
+    return vf_fma(q, z, vf_set1(1.283791661e-01f));
+}
+
+/* erfc(v) exp(v^2) for v >= 0 (fitted on [0, 10.6], 9.8e-9 relative;
+ * past 10.6 erfc(v) exp(-v^2) is below every float) as a polynomial in
+ * t = 1 / (1 + v/2). v = inf gives the constant term, NaN stays NaN. */
+static inline vf erfcx(vf v) {
+    const vf t = vf_div(vf_set1(1.0f), vf_fma(v, vf_set1(0.5f), vf_set1(1.0f)));
+    vf r = vf_set1(2.574140206e-02f);
+    r = vf_fma(r, t, vf_set1(-1.288470328e-01f));
+    r = vf_fma(r, t, vf_set1(2.109286040e-01f));
+    r = vf_fma(r, t, vf_set1(-1.746615209e-02f));
+    r = vf_fma(r, t, vf_set1(-3.022931218e-01f));
+    r = vf_fma(r, t, vf_set1(2.306584269e-01f));
+    r = vf_fma(r, t, vf_set1(-3.873006254e-02f));
+    r = vf_fma(r, t, vf_set1(2.164182216e-01f));
+    r = vf_fma(r, t, vf_set1(2.383606285e-01f));
+    r = vf_fma(r, t, vf_set1(2.832160294e-01f));
+    r = vf_fma(r, t, vf_set1(2.820102870e-01f));
+    return vf_fma(r, t, vf_set1(2.763678140e-06f));
+}
+
+/* erf(x): x + x Q(x^2) below |x| = 0.875, else 1 - erfc(|x|) with x's
+ * sign (erfc < 0.22 there: no bits cancel). x^2 needs no second part
+ * here: erfc is small beside 1 wherever its argument's rounding shows. */
+static inline vf erf_full(vf x) {
+    const vf ax = vf_copysign(x, vf_zero()), z = vf_mul(x, x);
+    const vf ec = vf_mul(exp_nonpos(vf_mul(z, vf_set1(-1.0f))), erfcx(ax));
+    const vf large = vf_copysign(vf_sub(vf_set1(1.0f), ec), x);
+    return vf_select(vf_is(ax, vf_set1(0.875f), _CMP_LT_OQ), large, vf_fma(x, erf_small_q(z), x));
+}
+
+/* x limited to [-lim, lim], NaN kept (the clamps take x second, which
+ * max/min return for NaN): the hi + lo products below stay finite. */
+static inline vf clamp_abs(vf x, float lim) { return vf_min(vf_set1(lim), vf_max(vf_set1(-lim), x)); }
+
+/* exp(-(hi + lo)) 2^64 for hi >= 0 (lo small beside hi). */
+static inline vf exp_neg_pair_2p64(vf hi, vf lo) {
+    const vf e = exp_nonpos_scaled(vf_mul(hi, vf_set1(-1.0f)), 64.0f);
+    return vf_fma(e, vf_mul(lo, vf_set1(-1.0f)), e);
+}
+
+/* 0.5 x (1 + erf(x / sqrt 2)) = x Phi(x), Phi from erfc(u), u = |x| /
+ * sqrt 2, alone: 1 - erfc(u)/2 for x >= 0 (erfc(u)/2 <= 1/2: no bits
+ * cancel), erfc(u)/2 for x < 0, where erfc(u) = exp(-x^2/2) erfcx(u) and
+ * x^2 = hi + lo. +inf gives inf and -inf NaN (-inf * 0), as the
+ * definition does. */
+static inline vf gelu_erf_full(vf x) {
+    const vf half = vf_set1(0.5f), xc = clamp_abs(x, 1e19f);
+    const vf u = vf_mul(vf_copysign(x, vf_zero()), vf_set1(0.70710678118654752f));
+    const vf hi = vf_mul(xc, xc), lo = vf_fms(xc, xc, hi);
+    /* erfc(u) / 2 at 2^64 scale */
+    const vf ec = vf_mul(vf_mul(exp_neg_pair_2p64(vf_mul(hi, half), vf_mul(lo, half)), erfcx(u)), half);
+    const vf pos = vf_mul(x, vf_fma(ec, vf_set1(-0x1p-64f), vf_set1(1.0f)));
+    return vf_select(vf_is(x, vf_zero(), _CMP_LT_OQ), pos, vf_mul(vf_mul(x, ec), vf_set1(0x1p-64f)));
+}
+
+/* x sigmoid(z), z = 2 sqrt(2/pi) x (1 + 0.044715 x^2) (the tanh form
+ * 0.5 x (1 + tanh(z/2)) without its cancellation for x < 0), with z as
+ * zh + zl and the constants as f32 pairs: sigmoid(z) = (z < 0 ? e : 1) /
+ * (1 + e), e = exp(-|z|). Past |x| = 16 the clamp changes nothing (e is
+ * 0 or sigmoid is 1 there): the result is then x times 1 or 0. */
+static inline vf gelu_tanh_full(vf x) {
+    const vf one = vf_set1(1.0f), xc = clamp_abs(x, 16.0f);
+    const vf ah = vf_set1(0.044715f), al = vf_set1((float)(0.044715 - (double)0.044715f));
+    const vf kh = vf_set1(1.5957691216057308f), kl = vf_set1((float)(1.5957691216057308 - (double)1.5957691216057308f));
+    const vf sh = vf_mul(xc, xc), sl = vf_fms(xc, xc, sh);
+    const vf th = vf_mul(ah, sh), tl = vf_add(vf_fms(ah, sh, th), vf_fma(ah, sl, vf_mul(al, sh)));
+    const vf wh = vf_add(one, th), bb = vf_sub(wh, one); /* 1 + t, both roundings' errors kept (two-sum) */
+    const vf wl = vf_add(vf_add(vf_sub(one, vf_sub(wh, bb)), vf_sub(th, bb)), tl);
+    const vf ph = vf_mul(xc, wh), pl = vf_fma(xc, wl, vf_fms(xc, wh, ph));
+    const vf zh = vf_mul(kh, ph), zl = vf_add(vf_fms(kh, ph, zh), vf_fma(kh, pl, vf_mul(kl, ph)));
+    const vmask neg = vf_is(zh, vf_zero(), _CMP_LT_OQ);
+    /* -|z| = -|zh| + (zh < 0 ? zl : -zl) */
+    const vf e64 = exp_neg_pair_2p64(vf_copysign(zh, vf_zero()), vf_select(neg, zl, vf_mul(zl, vf_set1(-1.0f))));
+    const vf e = vf_mul(e64, vf_set1(0x1p-64f));
+    const vf q = vf_div(vf_select(neg, x, vf_mul(x, e64)), vf_add(one, e));
+    return vf_select(neg, q, vf_mul(q, vf_set1(0x1p-64f)));
+}
+
+#endif
