@@ -56,9 +56,10 @@ static float want_unary(tsr_unary_op op, float xf) {
     case TSR_UNARY_TANH: return (float)tanh(x);
     case TSR_UNARY_SIGMOID: return (float)(1.0 / (1.0 + exp(-x)));
     case TSR_UNARY_RELU: return isnan(xf) ? xf : xf > 0 ? xf : 0.0f;
-    case TSR_UNARY_GELU_ERF: return (float)(0.5 * x * (1.0 + erf(x / sqrt(2.0))));
+    /* x Phi(x) with Phi in forms that do not cancel for x < 0 */
+    case TSR_UNARY_GELU_ERF: return (float)(0.5 * x * erfc(-x / sqrt(2.0)));
     case TSR_UNARY_GELU_TANH:
-        return (float)(0.5 * x * (1.0 + tanh(sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x))));
+        return (float)(x / (1.0 + exp(-2.0 * sqrt(2.0 / 3.14159265358979323846) * (x + 0.044715 * x * x * x))));
     case TSR_UNARY_SILU: return (float)(x / (1.0 + exp(-x)));
     default: return NAN;
     }

@@ -72,6 +72,20 @@ static inline __attribute__((always_inline)) void vf_load_evens_odds(const float
 #endif
 }
 
+/* The bits of f32 lanes u with the rounding to bf16 added: their upper
+ * halves are then the bf16 values, rounded to nearest even (for non-NaN
+ * lanes; a NaN's payload could carry into its sign). */
+static inline __m256i bf16_rounded_256(__m256i u) {
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+}
+#if VL == 16
+static inline __m512i bf16_rounded_512(__m512i u) {
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    return _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+}
+#endif
+
 /* The inverse of vf_load_bf16_evens_odds for values known not to be NaN:
  * 2 VL bf16 into element i of p, rounded to nearest even. The evens'
  * rounded bits land in the low halves of the 32-bit lanes, the odds' in
@@ -81,21 +95,15 @@ static inline __attribute__((always_inline)) void vf_put_bf16_evens_odds_nonnan(
                                                                                bool stream) {
     uint16_t *h = (uint16_t *)p + i;
 #if VL == 16
-    const __m512i ue = _mm512_castps_si512(even), uo = _mm512_castps_si512(odd), one = _mm512_set1_epi32(1);
-    const __m512i half = _mm512_set1_epi32(0x7fff);
-    const __m512i re = _mm512_srli_epi32(
-        _mm512_add_epi32(_mm512_add_epi32(ue, half), _mm512_and_si512(_mm512_srli_epi32(ue, 16), one)), 16);
-    const __m512i ro = _mm512_add_epi32(_mm512_add_epi32(uo, half), _mm512_and_si512(_mm512_srli_epi32(uo, 16), one));
+    const __m512i re = _mm512_srli_epi32(bf16_rounded_512(_mm512_castps_si512(even)), 16);
+    const __m512i ro = bf16_rounded_512(_mm512_castps_si512(odd));
     /* (ro & 0xffff0000) | re */
     const __m512i out = _mm512_ternarylogic_epi32(ro, re, _mm512_set1_epi32((int)0xffff0000u), 0xEC);
     if (stream && !((uintptr_t)h % 64)) _mm512_stream_si512((void *)h, out);
     else _mm512_storeu_si512((void *)h, out);
 #else
-    const __m256i ue = _mm256_castps_si256(even), uo = _mm256_castps_si256(odd), one = _mm256_set1_epi32(1);
-    const __m256i half = _mm256_set1_epi32(0x7fff);
-    const __m256i re = _mm256_srli_epi32(
-        _mm256_add_epi32(_mm256_add_epi32(ue, half), _mm256_and_si256(_mm256_srli_epi32(ue, 16), one)), 16);
-    const __m256i ro = _mm256_add_epi32(_mm256_add_epi32(uo, half), _mm256_and_si256(_mm256_srli_epi32(uo, 16), one));
+    const __m256i re = _mm256_srli_epi32(bf16_rounded_256(_mm256_castps_si256(even)), 16);
+    const __m256i ro = bf16_rounded_256(_mm256_castps_si256(odd));
     const __m256i out = _mm256_or_si256(_mm256_and_si256(ro, _mm256_set1_epi32((int)0xffff0000u)), re);
     if (stream && !((uintptr_t)h % 32)) _mm256_stream_si256((__m256i *)h, out);
     else _mm256_storeu_si256((__m256i *)h, out);
@@ -107,8 +115,7 @@ static inline __attribute__((always_inline)) void vf_put_bf16_evens_odds_nonnan(
  * skipped (the rounding add would carry a NaN's payload into its sign). */
 static inline __attribute__((always_inline)) __m128i vf_bf16_from_8(__m256 v, bool maybe_nan) {
     __m256i u = _mm256_castps_si256(v);
-    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    __m256i r = _mm256_srli_epi32(bf16_rounded_256(u), 16);
     if (maybe_nan) {
         __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
         __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
@@ -122,10 +129,11 @@ static inline __attribute__((always_inline)) __m128i vf_bf16_from_8(__m256 v, bo
 /* Sixteen f32 as bf16, the same rounding and NaN rule in one 512-bit pass,
  * packed by vpmovdw (a third of the operations of two 8-wide passes). */
 static inline __attribute__((always_inline)) __m256i vf_bf16_from_16(__m512 v, bool maybe_nan) {
-    const __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
-    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-    if (maybe_nan) r = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), hi, _mm512_set1_epi32(0x40));
+    const __m512i u = _mm512_castps_si512(v);
+    __m512i r = _mm512_srli_epi32(bf16_rounded_512(u), 16);
+    if (maybe_nan)
+        r = _mm512_mask_or_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_srli_epi32(u, 16),
+                                 _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(r);
 }
 #endif

@@ -212,9 +212,10 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
     }
     if (var < 0) var = 0; /* ms - m^2 rounded below 0: a row of equal values */
     const vf iv = vf_set1((float)(1.0 / sqrt(var + (double)r->d.epsilon)));
-    /* Finite sums mean a finite row and |(x - x0 - m) * iv| <= sqrt(C): with
-     * finite gamma and beta no output lane is NaN (an overflow is inf), so
-     * bf16 stores skip their NaN test. */
+    /* Finite sums mean a finite row, and var >= mean(d^2) / 4 bounds
+     * |(x - x0 - m) * iv| by about 2 sqrt(C): with finite gamma and beta no
+     * output lane is NaN (an overflow is inf), so bf16 stores skip their
+     * NaN test. */
     const bool maybe_nan = !(params_finite && isfinite(sums[0]) && isfinite(sums[1]));
     const float *g = r->gamma, *b = center ? r->beta : NULL;
     if (xt == TSR_BF16 && yt == TSR_BF16 && !maybe_nan) {
@@ -272,10 +273,10 @@ ALWAYS_INLINE void rows_xy(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, 
 #undef EACH_ROW
 }
 
-#define ROW_CASE(XT, YT)                             \
-    if (xt == XT && yt == YT) {                      \
-        rows_xy(r, op, r0, r1, XT, YT, e, params_finite);           \
-        return;                                      \
+#define ROW_CASE(XT, YT)                                  \
+    if (xt == XT && yt == YT) {                           \
+        rows_xy(r, op, r0, r1, XT, YT, e, params_finite); \
+        return;                                           \
     }
 
 static void run_rows(const tsr_rowwise_problem *r, tsr_op op, int64_t r0, int64_t r1, float *e, bool params_finite) {
