@@ -221,8 +221,8 @@ static void run_row_kernel(const tsr_kernel *k, tsr_context *ctx, tsr_op op, con
 /* Row r's special values. Softmax: 0 plain; 1 logits near 90 (whose exp
  * overflows unshifted); 2 the row max first, then a NaN in the same
  * vector lane (the vector max loses the max there, the row must still be
- * NaN); 3 all -inf; 4 -inf entries and a +inf at the end; 5 a NaN alone at
- * the end. Norms: 0 plain; 1 around 1e4 (where a one-pass variance about
+ * NaN); 3 all -inf; 4 -inf entries and a +inf at the end; 5 a NaN (every
+ * payload bit set) alone at the end. Norms: 0 plain; 1 around 1e4 (where a one-pass variance about
  * 0 cancels); 2 the first 16 values 50 above the rest (the shift the
  * one-pass sums take from them is far from the mean: the centred second
  * pass); 3 all equal (variance 0); 4 a NaN in the middle; 5 a +inf at the
@@ -240,7 +240,7 @@ static void special_row(void *x, tsr_dtype t, int64_t at, int64_t cols, int r, b
             case 2: v = j == 0 ? 9.0f : j == 16 % cols && j ? NAN : v; break;
             case 3: v = -INFINITY; break;
             case 4: v = j == cols - 1 ? INFINITY : j % 3 == 1 ? -INFINITY : v; break;
-            case 5: v = j == cols - 1 ? NAN : v; break;
+            case 5: v = j == cols - 1 ? nan_payload : v; break;
             default: break;
             }
         else switch (r) {
@@ -467,6 +467,72 @@ START_TEST(norm_nonfinite_params) {
 }
 END_TEST
 
+/* bf16 chains whose every unit-stride tensor is bf16 keep evens and odds
+ * apart through their steps: y = silu(x) * g[col] + s over rows whose
+ * length is no multiple of the 64-value step (whole steps and tails), g a
+ * bf16 row broadcast over the rows, s a scalar broadcast, NaN (every
+ * payload bit set) and infs among x. Each value must be the reference's,
+ * within one bf16 rounding (both round an f32 within a few ulps of the
+ * same value), and NaN where it is NaN, a NaN scalar's payload included. */
+START_TEST(chain_bf16_pairs) {
+    enum { R = 5, C = 203 };
+    const uint32_t nan_bits = 0x7fffffffu;
+    float nan_payload;
+    memcpy(&nan_payload, &nan_bits, sizeof nan_payload);
+    uint16_t x[R * C], g[C], want[R * C], y[R * C];
+    tt_fill(x, TSR_BF16, R * C, 41, -6, 6);
+    tt_fill(g, TSR_BF16, C, 42, -2, 2);
+    x[3] = tsr_f32_to_bf16(nan_payload), x[70] = tsr_f32_to_bf16(INFINITY), x[140] = tsr_f32_to_bf16(-INFINITY);
+    x[C + 64] = tsr_f32_to_bf16(nan_payload);
+    const int64_t shape[2] = {R, C}, gshape[2] = {1, C};
+    tsr_chain_problem cp;
+    memset(&cp, 0, sizeof cp);
+    cp.x = cp.y = tsr_tensor_contiguous(TSR_BF16, 2, shape);
+    tsr_tensor_desc gd = tsr_tensor_contiguous(TSR_BF16, 2, gshape);
+    gd.strides[0] = 0; /* one row of g for every row of x */
+    gd.shape[0] = R;
+    tsr_chain_desc_init(&cp.chain);
+    tsr_chain_push_unary(&cp.chain, TSR_UNARY_SILU);
+    ck_assert_int_eq(tsr_chain_push_tensor(&cp.chain, TSR_BINARY_MUL, &gd, 0), TSR_OK);
+    ck_assert_int_eq(tsr_chain_push_scalar(&cp.chain, TSR_BINARY_ADD, 0.25f, 0), TSR_OK);
+    cp.operands[0] = g;
+    cp.chain.operands[0] = gd;
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_CHAIN;
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    const tsr_kernel *ref = tsr_registry_find("chain.ref");
+    cp.xp = x, cp.yp = want, p.u.chain = cp;
+    ck_assert_int_eq(ref->run(ctx, &p, NULL), TSR_OK);
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
+        if (!usable(k, ctx)) continue;
+        cp.yp = y, p.u.chain = cp;
+        char why[160];
+        ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s", why);
+        ck_assert_int_eq(k->run(ctx, &p, NULL), TSR_OK);
+        int64_t bad = 0;
+        for (int i = 0; i < R * C; i++) {
+            const float a = tsr_bf16_to_f32(y[i]), w = tsr_bf16_to_f32(want[i]);
+            const bool ok = isnan(w) ? isnan(a) : a == w || fabsf(a - w) <= 0x1p-7f * fabsf(w);
+            if (!ok && bad++ < 3) printf("  %s [%d]: got %g want %g\n", k->name, i, a, w), fflush(stdout);
+        }
+        ck_assert_msg(bad == 0, "%s: %lld of %d differ", k->name, (long long)bad, R * C);
+        ck_assert(isnan(tsr_bf16_to_f32(y[3])) && isnan(tsr_bf16_to_f32(y[C + 64])));
+        /* a scalar NaN whose low payload bits are set: every output NaN
+         * (rounded as a number, it would carry into the sign: -0) */
+        tsr_chain_problem cn = cp;
+        tsr_chain_desc_init(&cn.chain);
+        ck_assert_int_eq(tsr_chain_push_scalar(&cn.chain, TSR_BINARY_ADD, nan_payload, 0), TSR_OK);
+        p.u.chain = cn;
+        ck_assert_int_eq(k->run(ctx, &p, NULL), TSR_OK);
+        for (int i = 0; i < R * C; i++) ck_assert_msg(isnan(tsr_bf16_to_f32(y[i])), "%s: [%d] not NaN", k->name, i);
+    }
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("elementwise_x86");
     TCase *tc = tcase_create("x86");
@@ -477,6 +543,7 @@ int main(void) {
     tcase_add_test(tc, norm_shift_far_from_mean);
     tcase_add_test(tc, norm_nonfinite_params);
     tcase_add_test(tc, chain_out_of_cache);
+    tcase_add_test(tc, chain_bf16_pairs);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

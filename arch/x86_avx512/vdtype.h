@@ -86,24 +86,36 @@ static inline __m512i bf16_rounded_512(__m512i u) {
 }
 #endif
 
-/* The inverse of vf_load_bf16_evens_odds for values known not to be NaN:
- * 2 VL bf16 into element i of p, rounded to nearest even. The evens'
- * rounded bits land in the low halves of the 32-bit lanes, the odds' in
- * the high halves: in order, with no pack or shuffle. Streamed past the
- * caches when stream is set and the 2 VL values are vector-aligned. */
-static inline __attribute__((always_inline)) void vf_put_bf16_evens_odds_nonnan(void *p, int64_t i, vf even, vf odd,
-                                                                               bool stream) {
+/* The inverse of vf_load_bf16_evens_odds: 2 VL bf16 into element i of p,
+ * rounded to nearest even, NaN kept quiet (maybe_nan false: the caller
+ * knows no lane is NaN, and the test is skipped). The evens' rounded bits
+ * land in the low halves of the 32-bit lanes, the odds' in the high
+ * halves: in order, with no pack or shuffle. Streamed past the caches
+ * when stream is set and the 2 VL values are vector-aligned. */
+static inline __attribute__((always_inline)) void vf_put_bf16_evens_odds(void *p, int64_t i, vf even, vf odd,
+                                                                        bool stream, bool maybe_nan) {
     uint16_t *h = (uint16_t *)p + i;
 #if VL == 16
-    const __m512i re = _mm512_srli_epi32(bf16_rounded_512(_mm512_castps_si512(even)), 16);
-    const __m512i ro = bf16_rounded_512(_mm512_castps_si512(odd));
+    const __m512i ue = _mm512_castps_si512(even), uo = _mm512_castps_si512(odd);
+    __m512i re = _mm512_srli_epi32(bf16_rounded_512(ue), 16), ro = bf16_rounded_512(uo);
+    if (maybe_nan) {
+        re = _mm512_mask_or_epi32(re, _mm512_cmp_ps_mask(even, even, _CMP_UNORD_Q), _mm512_srli_epi32(ue, 16),
+                                  _mm512_set1_epi32(0x40));
+        ro = _mm512_mask_or_epi32(ro, _mm512_cmp_ps_mask(odd, odd, _CMP_UNORD_Q), uo, _mm512_set1_epi32(0x400000));
+    }
     /* (ro & 0xffff0000) | re */
     const __m512i out = _mm512_ternarylogic_epi32(ro, re, _mm512_set1_epi32((int)0xffff0000u), 0xEC);
     if (stream && !((uintptr_t)h % 64)) _mm512_stream_si512((void *)h, out);
     else _mm512_storeu_si512((void *)h, out);
 #else
-    const __m256i re = _mm256_srli_epi32(bf16_rounded_256(_mm256_castps_si256(even)), 16);
-    const __m256i ro = bf16_rounded_256(_mm256_castps_si256(odd));
+    const __m256i ue = _mm256_castps_si256(even), uo = _mm256_castps_si256(odd);
+    __m256i re = _mm256_srli_epi32(bf16_rounded_256(ue), 16), ro = bf16_rounded_256(uo);
+    if (maybe_nan) {
+        re = _mm256_blendv_epi8(re, _mm256_or_si256(_mm256_srli_epi32(ue, 16), _mm256_set1_epi32(0x40)),
+                                _mm256_castps_si256(_mm256_cmp_ps(even, even, _CMP_UNORD_Q)));
+        ro = _mm256_blendv_epi8(ro, _mm256_or_si256(uo, _mm256_set1_epi32(0x400000)),
+                                _mm256_castps_si256(_mm256_cmp_ps(odd, odd, _CMP_UNORD_Q)));
+    }
     const __m256i out = _mm256_or_si256(_mm256_and_si256(ro, _mm256_set1_epi32((int)0xffff0000u)), re);
     if (stream && !((uintptr_t)h % 32)) _mm256_stream_si256((__m256i *)h, out);
     else _mm256_storeu_si256((__m256i *)h, out);

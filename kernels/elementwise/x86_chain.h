@@ -136,6 +136,7 @@ typedef struct chain_view {
     int esize[2 + TSR_MAX_CHAIN_OPERANDS]; /* bytes per element (no call per vector to find it) */
     const char *base[2 + TSR_MAX_CHAIN_OPERANDS];
     bool stream_y; /* y stored past the caches (vf_streams) */
+    bool pairs;    /* every unit-stride tensor is bf16: whole steps keep evens and odds apart (chain_run) */
 } chain_view;
 
 static void view_of(const tsr_chain_problem *c, chain_view *v) {
@@ -188,10 +189,14 @@ static bool chain_supports(const tsr_problem *p, const tsr_context *ctx, char *w
  * stride s (1; or 0: one value broadcast), into x; vectors past cnt read
  * as 0. */
 static inline __attribute__((always_inline)) void load_nv(const chain_view *v, int k, int64_t off, int64_t s, int cnt,
-                                                         vf *x) {
+                                                         bool pairs, vf *x) {
     if (s == 0) {
         const vf b = vf_set1(tsr_load_f(v->base[k], v->dtype[k], off));
         for (int u = 0; u < NV; u++) x[u] = b;
+        return;
+    }
+    if (pairs) {
+        for (int u = 0; u < NV; u += 2) vf_load_bf16_evens_odds(v->base[k], off + u * VL, &x[u], &x[u + 1]);
         return;
     }
     for (int u = 0; u < NV; u++) {
@@ -206,6 +211,7 @@ static inline __attribute__((always_inline)) void load_nv(const chain_view *v, i
 static inline __attribute__((always_inline)) void run_vectors(const tsr_chain_desc *ch, const chain_view *v,
                                                              const int64_t *off, int64_t j, int cnt) {
     const int in = v->ndim - 1;
+    const bool pairs = v->pairs && cnt == NV * VL;
     vf x[NV], o[NV];
     /* the inputs' lines PREFETCH_BYTES ahead: the steps' arithmetic
      * otherwise holds the core's window and the memory idles meanwhile
@@ -217,7 +223,7 @@ static inline __attribute__((always_inline)) void run_vectors(const tsr_chain_de
         const uintptr_t p = (uintptr_t)(v->base[k] + (off[k] + j) * es) + PREFETCH_BYTES;
         for (int l = 0; l < NV * VL * es; l += 64) tsr_prefetch_l1((const char *)(p + (uintptr_t)l));
     }
-    load_nv(v, 1, off[1] + j * v->strides[1][in], v->strides[1][in], cnt, x);
+    load_nv(v, 1, off[1] + j * v->strides[1][in], v->strides[1][in], cnt, pairs, x);
     for (int s = 0; s < ch->num_steps; s++) {
         const tsr_chain_step *st = &ch->steps[s];
         if (st->kind == TSR_STEP_UNARY) {
@@ -226,11 +232,16 @@ static inline __attribute__((always_inline)) void run_vectors(const tsr_chain_de
         }
         if (st->kind == TSR_STEP_TENSOR || st->kind == TSR_STEP_TENSOR_LEFT) {
             const int k = 2 + st->operand;
-            load_nv(v, k, off[k] + j * v->strides[k][in], v->strides[k][in], cnt, o);
+            load_nv(v, k, off[k] + j * v->strides[k][in], v->strides[k][in], cnt, pairs, o);
         } else {
             for (int u = 0; u < NV; u++) o[u] = vf_set1(st->scalar);
         }
         apply_binary(st->binary, x, o, st->kind == TSR_STEP_SCALAR_LEFT || st->kind == TSR_STEP_TENSOR_LEFT);
+    }
+    if (pairs) {
+        for (int u = 0; u < NV; u += 2)
+            vf_put_bf16_evens_odds((void *)v->base[0], off[0] + j + u * VL, x[u], x[u + 1], v->stream_y, true);
+        return;
     }
     for (int u = 0; u < NV && u * VL < cnt; u++) {
         const int n = cnt - u * VL;
@@ -269,6 +280,12 @@ static tsr_status chain_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     for (int i = 0; i < v.ndim - 1; i++) rows *= v.shape[i];
     const int nt = tsr_threads_for(ctx, (double)rows * (double)n, 32768.0);
     v.stream_y = vf_streams(rows * n * (int64_t)tsr_dtype_size(v.dtype[0]));
+    /* bf16 widened by one shift or mask per 2 VL values and rounded back
+     * without a pack: every step acts lane by lane, so any order common to
+     * all the tensors serves (a broadcast value is the same in each lane) */
+    v.pairs = true;
+    for (int k = 0; k < v.ntensors; k++)
+        if (v.strides[k][v.ndim - 1] != 0 && v.dtype[k] != TSR_BF16) v.pairs = false;
     /* one thread: no parallel region at all (libgomp's costs a futex call
      * even when it runs alone, a microsecond on small tensors) */
     if (nt <= 1) {

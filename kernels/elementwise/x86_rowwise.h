@@ -80,16 +80,34 @@ static void softmax_edge_row(const tsr_rowwise_problem *r, int64_t xo, int64_t y
     for (int64_t j = 0; j < r->d.cols; j++) tsr_store_f(r->y, r->d.y_dtype, yo + j, nan ? NAN : 0.0f);
 }
 
+/* RV vectors of x from element i on, widened to f32, in an order only
+ * reductions and lane-wise steps may use: bf16 comes out evens then odds
+ * (vf_load_bf16_evens_odds). */
+ALWAYS_INLINE void load_any_order(const void *x, tsr_dtype xt, int64_t i, vf *v) {
+    if (xt == TSR_BF16)
+        for (int u = 0; u < RV; u += 2) vf_load_bf16_evens_odds(x, i + u * VL, &v[u], &v[u + 1]);
+    else
+        for (int u = 0; u < RV; u++) v[u] = vf_load_dtype(x, xt, i + u * VL);
+}
+
 /* e: f32 scratch of cols rounded up to VL, which keeps exp(x - max)
- * between the sum and the output pass, so each element pays one exp. */
+ * between the sum and the output pass, so each element pays one exp.
+ * bf16 -> bf16 rows keep their evens and odds apart from load to store
+ * (vf_load_bf16_evens_odds, vf_put_bf16_evens_odds), e included; a finite
+ * sum means finite outputs (each exp <= 1), whose bf16 stores skip the NaN
+ * test. */
 ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dtype xt, tsr_dtype yt, float *e,
                                next_row nx, bool stream) {
     const int64_t C = r->d.cols, CV = C / RSTEP * RSTEP;
     const int64_t xo = row * r->d.x_row_stride, yo = row * r->d.y_row_stride;
+    const bool pairs = xt == TSR_BF16 && yt == TSR_BF16;
     vf acc[RV];
     for (int u = 0; u < RV; u++) acc[u] = vf_set1(-INFINITY);
-    for (int64_t j = 0; j < CV; j += RSTEP)
-        for (int u = 0; u < RV; u++) acc[u] = vf_max(acc[u], vf_load_dtype(r->x, xt, xo + j + u * VL));
+    for (int64_t j = 0; j < CV; j += RSTEP) {
+        vf v[RV];
+        load_any_order(r->x, xt, xo + j, v);
+        for (int u = 0; u < RV; u++) acc[u] = vf_max(acc[u], v[u]);
+    }
     for (int64_t j = CV; j < C; j += VL) {
         const int n = tail_of(C - j);
         acc[0] = vf_max(acc[0], vf_fill_past(vf_load_n_dtype(r->x, xt, xo + j, n), n, vf_set1(-INFINITY)));
@@ -103,8 +121,12 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
     for (int u = 0; u < RV; u++) acc[u] = vf_zero();
     for (int64_t j = 0; j < CV; j += RSTEP) {
         prefetch_next(nx, j, RSTEP);
+        vf v[RV];
+        if (pairs) load_any_order(r->x, xt, xo + j, v);
+        else
+            for (int u = 0; u < RV; u++) v[u] = vf_load_dtype(r->x, xt, xo + j + u * VL);
         for (int u = 0; u < RV; u++) {
-            const vf ev = exp_nonpos(vf_sub(vf_load_dtype(r->x, xt, xo + j + u * VL), mm));
+            const vf ev = exp_nonpos(vf_sub(v[u], mm));
             vf_store(e + j + u * VL, ev);
             acc[u] = vf_add(acc[u], ev);
         }
@@ -117,19 +139,17 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
         acc[0] = vf_add(acc[0], ev);
     }
     /* x may be y: every element was read above */
-    const vf inv = vf_set1(1.0f / vf_hsum(add4(acc)));
-    for (int64_t j = 0; j < CV; j += RSTEP)
-        for (int u = 0; u < RV; u++) vf_put_dtype(r->y, yt, yo + j + u * VL, vf_mul(vf_load(e + j + u * VL), inv), stream);
-    for (int64_t j = CV; j < C; j += VL) vf_store_n_dtype(r->y, yt, yo + j, vf_mul(vf_load(e + j), inv), tail_of(C - j));
-}
-
-/* RV vectors of x from element i on, widened to f32, in an order only sums
- * may use: bf16 comes out evens then odds (vf_load_bf16_evens_odds). */
-ALWAYS_INLINE void load_for_sums(const void *x, tsr_dtype xt, int64_t i, vf *v) {
-    if (xt == TSR_BF16)
-        for (int u = 0; u < RV; u += 2) vf_load_bf16_evens_odds(x, i + u * VL, &v[u], &v[u + 1]);
+    const float sum = vf_hsum(add4(acc));
+    const vf inv = vf_set1(1.0f / sum);
+    const bool maybe_nan = !isfinite(sum);
+    if (pairs)
+        for (int64_t j = 0; j < CV; j += 2 * VL)
+            vf_put_bf16_evens_odds(r->y, yo + j, vf_mul(vf_load(e + j), inv), vf_mul(vf_load(e + j + VL), inv), stream,
+                                   maybe_nan);
     else
-        for (int u = 0; u < RV; u++) v[u] = vf_load_dtype(x, xt, i + u * VL);
+        for (int64_t j = 0; j < CV; j += VL)
+            vf_put_dtype_nan(r->y, yt, yo + j, vf_mul(vf_load(e + j), inv), stream, maybe_nan);
+    for (int64_t j = CV; j < C; j += VL) vf_store_n_dtype(r->y, yt, yo + j, vf_mul(vf_load(e + j), inv), tail_of(C - j));
 }
 
 /* v * g + b over one vector, each of g and b maybe NULL (1 and 0). */
@@ -181,7 +201,7 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
     for (int u = 0; u < RV; u++) s1[u] = s2[u] = vf_zero();
     for (int64_t j = 0; j < CV; j += RSTEP) {
         vf v[RV];
-        load_for_sums(r->x, xt, xo + j, v);
+        load_any_order(r->x, xt, xo + j, v);
         for (int u = 0; u < RV; u++) {
             const vf d = center ? vf_sub(v[u], x0) : v[u];
             if (center) s1[u] = vf_add(s1[u], d);
@@ -230,7 +250,7 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
                 vf_load_bf16_evens_odds(r->x, xo + k, &v[0], &v[1]);
                 for (int h = 0; h < 2; h++)
                     v[h] = affine(vf_mul(CENTRED(v[h]), iv), ge ? ge + k + h * VL : NULL, be ? be + k + h * VL : NULL);
-                vf_put_bf16_evens_odds_nonnan(r->y, yo + k, v[0], v[1], stream);
+                vf_put_bf16_evens_odds(r->y, yo + k, v[0], v[1], stream, false);
             }
         }
     } else {
