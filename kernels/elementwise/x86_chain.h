@@ -43,24 +43,33 @@
 #define vf_sqrt(x) _mm256_sqrt_ps(x)
 #endif
 
-/* 1 / (1 + exp(-x)) as (x < 0 ? e : 1) / (1 + e) with e = exp(-|x|):
- * one exp, one division, no overflow, and for x < -87 the denormal e is
- * the answer itself (1 + e == 1). */
-static inline vf sigmoid_full(vf x) {
-    const vf one = vf_set1(1.0f), e = exp_nonpos(vf_mul(vf_copysign(x, vf_zero()), vf_set1(-1.0f)));
-    return vf_div(vf_select(vf_is(x, vf_zero(), _CMP_LT_OQ), one, e), vf_add(one, e));
+/* exp(-x) for x >= -87 (at most e^87, finite); from 110 on, exp(-110)
+ * (0 beside 1). One exp, no select: sigmoid and silu as written need
+ * no e = exp(-|x|) form, whose sign select and product cost 4 more
+ * operations a vector. */
+static inline vf exp_neg_above_m87(vf x) {
+    vf n;
+    const vf y = vf_exp_reduced(vf_max(vf_set1(-110.0f), vf_mul(x, vf_set1(-1.0f))), &n);
+    return vf_scale2(y, n);
 }
 
-/* x / (1 + exp(-x)) as x (x < 0 ? e : 1) / (1 + e), e = exp(-|x|). Where
- * x < -87, e is denormal and x e would be rounded twice: those lanes form
- * x e at 2^64 scale, so the result is rounded once. -inf gives NaN
- * (-inf * 0), as the definition does. */
+/* 1 / (1 + exp(-x)) as written for x >= -87; below, the result is e^x
+ * itself (1 + e^x == 1), denormal from -87.3 on and rounded once there. */
+static inline vf sigmoid_full(vf x) {
+    const vf r = vf_div(vf_set1(1.0f), vf_add(vf_set1(1.0f), exp_neg_above_m87(x)));
+    const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
+    return vf_any(tail) ? vf_select(tail, r, exp_full(x)) : r;
+}
+
+/* x / (1 + exp(-x)) as written for x >= -87. Below, the result is
+ * denormal and x e^x would be rounded twice: those lanes form x e^x at
+ * 2^64 scale, so the result is rounded once (1 + e^x == 1 there). -inf
+ * gives NaN (-inf * 0), as the definition does. */
 static inline vf silu_full(vf x) {
-    const vf one = vf_set1(1.0f), e = exp_nonpos(vf_mul(vf_copysign(x, vf_zero()), vf_set1(-1.0f)));
-    const vf r = vf_div(vf_mul(x, vf_select(vf_is(x, vf_zero(), _CMP_LT_OQ), one, e)), vf_add(one, e));
+    const vf r = vf_div(x, vf_add(vf_set1(1.0f), exp_neg_above_m87(x)));
     const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
     if (!vf_any(tail)) return r;
-    const vf low = vf_mul(vf_mul(x, exp_scaled(x, 64.0f)), vf_set1(0x1p-64f)); /* 1 + e == 1 there */
+    const vf low = vf_mul(vf_mul(x, exp_scaled(x, 64.0f)), vf_set1(0x1p-64f));
     return vf_select(tail, r, low);
 }
 
