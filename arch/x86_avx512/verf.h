@@ -50,8 +50,9 @@ static inline vf erf_small_q(vf z) {
 }
 
 /* erfc(v) exp(v^2) for v >= 0 (fitted on [0, 10.6], 9.8e-9 relative;
- * past 10.6 erfc(v) exp(-v^2) is below every float) as a polynomial in
- * t = 1 / (1 + v/2). v = inf gives the constant term, NaN stays NaN. */
+ * past 10.6 erfc(v) itself is below every float, and the polynomial only
+ * has to stay bounded) as a polynomial in t = 1 / (1 + v/2). v = inf
+ * gives the constant term, NaN stays NaN. */
 static inline vf erfcx(vf v) {
     const vf t = vf_div(vf_set1(1.0f), vf_fma(v, vf_set1(0.5f), vf_set1(1.0f)));
     vf r = vf_set1(2.574140206e-02f);
