@@ -54,15 +54,13 @@ inline void st_f(global void *p, int dt, long i, float v) {
 /* tanh saturated explicitly: some drivers' tanh misbehaves far out */
 inline float tanh_f(float u) { return fabs(u) > 9.0f ? copysign(1.0f, u) : tanh(u); }
 
-/* Activations as tsr_activation_ref defines them. */
+/* Activations as tsr_activation_ref defines them; the GELUs in its forms
+ * that do not cancel for x < 0 (1 + erf, 1 + tanh near -1 lose Phi). */
 inline float act_f(int a, float x) {
     switch (a) {
     case 1: return x > 0.0f ? x : (isnan(x) ? x : 0.0f);
-    case 2: return x * 0.5f * (1.0f + erf(x * 0.70710678118654752f));
-    case 3: {
-        float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
-        return 0.5f * x * (1.0f + tanh_f(u));
-    }
+    case 2: return x * 0.5f * erfc(-x * 0.70710678118654752f);
+    case 3: return x / (1.0f + exp(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
     case 4: return x / (1.0f + exp(-x));
     case 5: return 1.0f / (1.0f + exp(-x));
     case 6: return tanh_f(x);

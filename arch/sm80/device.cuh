@@ -44,9 +44,9 @@ template <> __device__ __forceinline__ __nv_bfloat16 tsr_from_f32<__nv_bfloat16>
 __device__ __forceinline__ float tsr_dev_activation(tsr_activation act, float x) {
     switch (act) {
     case TSR_ACT_RELU: return x > 0.0f || x != x ? x : 0.0f;
-    case TSR_ACT_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752440f));
-    case TSR_ACT_GELU_TANH:
-        return 0.5f * x * (1.0f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
+    /* the GELUs in tsr_activation_ref's forms, which do not cancel for x < 0 */
+    case TSR_ACT_GELU_ERF: return 0.5f * x * erfcf(-x * 0.70710678118654752440f);
+    case TSR_ACT_GELU_TANH: return x / (1.0f + expf(-1.5957691216057308f * (x + 0.044715f * x * x * x)));
     case TSR_ACT_SILU: return x / (1.0f + expf(-x));
     case TSR_ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
     case TSR_ACT_TANH: return tanhf(x);
