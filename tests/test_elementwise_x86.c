@@ -218,15 +218,29 @@ static void run_row_kernel(const tsr_kernel *k, tsr_context *ctx, tsr_op op, con
     ck_assert_msg(k->run(ctx, &p, NULL) == TSR_OK, "%s: %s", k->name, tsr_last_error());
 }
 
+/* false (and a SKIP line) when this CPU cannot run row kernel k */
+static bool row_usable(const tsr_kernel *k, tsr_context *ctx, tsr_op op) {
+    tsr_problem probe;
+    memset(&probe, 0, sizeof probe);
+    probe.op = op;
+    probe.u.rowwise.d.rows = probe.u.rowwise.d.cols = 1;
+    probe.u.rowwise.d.x_dtype = probe.u.rowwise.d.y_dtype = TSR_F32;
+    char why[160];
+    if (k->supports(&probe, ctx, why, sizeof why)) return true;
+    printf("SKIP elementwise_x86: %s: %s\n", k->name, why);
+    return false;
+}
+
 /* Row r's special values. Softmax: 0 plain; 1 logits near 90 (whose exp
  * overflows unshifted); 2 the row max first, then a NaN in the same
  * vector lane (the vector max loses the max there, the row must still be
  * NaN); 3 all -inf; 4 -inf entries and a +inf at the end; 5 a NaN (every
- * payload bit set) alone at the end. Norms: 0 plain; 1 around 1e4 (where a one-pass variance about
- * 0 cancels); 2 the first 16 values 50 above the rest (the shift the
- * one-pass sums take from them is far from the mean: the centred second
- * pass); 3 all equal (variance 0); 4 a NaN in the middle; 5 a +inf at the
- * end (NaN and inf rows need the bf16 store's NaN test). */
+ * payload bit set) alone at the end. Norms: 0 plain; 1 around 1e4 (where
+ * a one-pass variance about 0 cancels); 2 the first 16 values 50 above
+ * the rest (the shift the one-pass sums take from them is far from the
+ * mean: the centred second pass); 3 all equal (variance 0); 4 a NaN in
+ * the middle; 5 a +inf at the end (NaN and inf rows need the bf16
+ * store's NaN test). */
 static void special_row(void *x, tsr_dtype t, int64_t at, int64_t cols, int r, bool softmax) {
     /* a NaN with every payload bit set: rounded to bf16 as a number, it
      * would carry into the sign and become -0 */
@@ -293,16 +307,7 @@ START_TEST(row_kernels) {
             snprintf(name, sizeof name, "%s.%s", row_ops[oi], archs[ai]);
             const tsr_kernel *k = tsr_registry_find(name);
             ck_assert_ptr_nonnull(k);
-            tsr_problem probe;
-            memset(&probe, 0, sizeof probe);
-            probe.op = row_op_ids[oi];
-            probe.u.rowwise.d.rows = probe.u.rowwise.d.cols = 1;
-            probe.u.rowwise.d.x_dtype = probe.u.rowwise.d.y_dtype = TSR_F32;
-            char why[160];
-            if (!k->supports(&probe, ctx, why, sizeof why)) {
-                printf("SKIP elementwise_x86: %s: %s\n", name, why);
-                continue;
-            }
+            if (!row_usable(k, ctx, row_op_ids[oi])) continue;
             for (size_t ci = 0; ci < sizeof cols_list / sizeof cols_list[0]; ci++)
                 for (int xi = 0; xi < 3; xi++)
                     for (int yi = 0; yi < 3; yi++)
@@ -394,10 +399,7 @@ START_TEST(norm_shift_far_from_mean) {
     for (int ai = 0; ai < 2; ai++) {
         const tsr_kernel *k = tsr_registry_find(names[ai]);
         ck_assert_ptr_nonnull(k);
-        if (!(ctx->cpu_features & TSR_CPU_AVX512F) && ai == 0) {
-            printf("SKIP elementwise_x86: %s: no AVX-512F\n", names[ai]);
-            continue;
-        }
+        if (!row_usable(k, ctx, TSR_OP_LAYERNORM)) continue;
         for (int ci = 0; ci < 2; ci++) {
             const int64_t C = cols_list[ci];
             float *x = malloc(sizeof(float) * (size_t)C), *y = malloc(sizeof(float) * (size_t)C);
@@ -440,12 +442,10 @@ START_TEST(norm_nonfinite_params) {
         for (int ai = 0; ai < 2; ai++) {
             char name[48];
             snprintf(name, sizeof name, "%s.%s", row_ops[oi], archs[ai]);
-            const tsr_kernel *k = tsr_registry_find(name), *ref = tsr_registry_find(oi == 1 ? "layernorm.ref" : "rmsnorm.ref");
+            const tsr_kernel *k = tsr_registry_find(name);
+            const tsr_kernel *ref = tsr_registry_find(oi == 1 ? "layernorm.ref" : "rmsnorm.ref");
             ck_assert_ptr_nonnull(k);
-            if (!(ctx->cpu_features & TSR_CPU_AVX512F) && ai == 0) {
-                printf("SKIP elementwise_x86: %s: no AVX-512F\n", name);
-                continue;
-            }
+            if (!row_usable(k, ctx, row_op_ids[oi])) continue;
             enum { R = 3, C = 257 };
             uint16_t x[R * C], y[R * C];
             float want[R * C], g[C], b[C];
