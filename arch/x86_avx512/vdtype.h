@@ -150,13 +150,9 @@ static inline __attribute__((always_inline)) __m256i vf_bf16_from_16(__m512 v, b
 }
 #endif
 
-static inline void vf_store8_dtype(uint16_t *h, tsr_dtype t, __m256 v) {
-    if (t == TSR_F16) _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    else _mm_storeu_si128((__m128i *)h, vf_bf16_from_8(v, true));
-}
-
-/* VL values into element i of p in dtype t. */
-static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dtype t, int64_t i, vf v) {
+/* VL values into element i of p in dtype t; maybe_nan as vf_bf16_from_16's. */
+static inline __attribute__((always_inline)) void vf_store_dtype_nan(void *p, tsr_dtype t, int64_t i, vf v,
+                                                                     bool maybe_nan) {
     if (t == TSR_F32) {
         vf_store((float *)p + i, v);
         return;
@@ -164,10 +160,16 @@ static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dt
     uint16_t *h = (uint16_t *)p + i;
 #if VL == 16
     if (t == TSR_F16) _mm256_storeu_si256((__m256i *)h, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-    else _mm256_storeu_si256((__m256i *)h, vf_bf16_from_16(v, true));
+    else _mm256_storeu_si256((__m256i *)h, vf_bf16_from_16(v, maybe_nan));
 #else
-    vf_store8_dtype(h, t, v);
+    if (t == TSR_F16) _mm_storeu_si128((__m128i *)h, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    else _mm_storeu_si128((__m128i *)h, vf_bf16_from_8(v, maybe_nan));
 #endif
+}
+
+/* VL values into element i of p in dtype t. */
+static inline __attribute__((always_inline)) void vf_store_dtype(void *p, tsr_dtype t, int64_t i, vf v) {
+    vf_store_dtype_nan(p, t, i, v, true);
 }
 
 /* Outputs of this many bytes are worth storing past the caches: past half
@@ -197,15 +199,7 @@ static inline __attribute__((always_inline)) void vf_put_dtype_nan(void *p, tsr_
         return;
     }
 #endif
-    if (maybe_nan || t != TSR_BF16) {
-        vf_store_dtype(p, t, i, v);
-        return;
-    }
-#if VL == 16
-    _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), vf_bf16_from_16(v, false));
-#else
-    _mm_storeu_si128((__m128i *)((uint16_t *)p + i), vf_bf16_from_8(v, false));
-#endif
+    vf_store_dtype_nan(p, t, i, v, maybe_nan);
 }
 
 static inline __attribute__((always_inline)) void vf_put_dtype(void *p, tsr_dtype t, int64_t i, vf v, bool stream) {

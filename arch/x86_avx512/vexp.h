@@ -36,27 +36,24 @@ static inline vf exp_scaled(vf x, float k) {
 
 static inline vf exp_full(vf x) { return exp_scaled(x, 0.0f); }
 
-/* exp(d) for d <= 0 (softmax's x - max): -inf gives exactly 0, NaN stays
- * NaN; no overflow test is needed. */
-static inline vf exp_nonpos(vf d) {
-    vf n;
-    const vf y = vf_exp_reduced(vf_max(vf_set1(-110.0f), d), &n);
-    return vf_scale2(y, n);
-}
-
-/* exp(d) 2^k for d <= 0 (exp_scaled without the overflow test). */
-static inline vf exp_nonpos_scaled(vf d, float k) {
+/* exp(d) 2^k, k integral in [0, 64], for d below exp's overflow
+ * threshold (up to 88 with k = 0, as sigmoid's and silu's exp(-x) for
+ * x >= -87; d <= 0 when k > 0, as softmax's x - max): exp_scaled without
+ * its overflow test. -inf gives exactly 0, NaN stays NaN. */
+static inline vf exp_unchecked_scaled(vf d, float k) {
     vf n;
     const vf y = vf_exp_reduced(vf_max(vf_set1(-110.0f - 0.6931472f * k), d), &n);
-    return vf_scale2(y, vf_add(n, vf_set1(k)));
+    return vf_scale2(y, k != 0.0f ? vf_add(n, vf_set1(k)) : n);
 }
+
+static inline vf exp_unchecked(vf d) { return exp_unchecked_scaled(d, 0.0f); }
 
 /* exp(d) for d <= 0 or -inf (exactly 0), for attention's softmax weights:
  * 2^t, t = d log2(e), as 2^f (f = t - round(t) in [-1/2, 1/2], Cephes
  * exp2f's polynomial, 1.7e-7 relative) times 2^round(t). Rounding t costs
  * up to |t| 2^-24 relative, some ulps far below the max where the weights
  * no longer count; 12 operations, about 2% of an attention tile's time
- * over exp_nonpos. A NaN d gives 0 (the caller tests for NaN first). */
+ * over exp_unchecked. A NaN d gives 0 (the caller tests for NaN first). */
 static inline vf exp_nonpos_fast(vf d) {
     const vf t = vf_max(vf_mul(d, vf_set1(1.44269504088896341f)), vf_set1(-160.0f)); /* 2^-160 rounds to 0 */
     const vf n = vf_round(t), f = vf_sub(t, n);

@@ -8,6 +8,14 @@
 
 #include "tessera.h"
 
+/* c[0] x^(n-1) + c[1] x^(n-2) + ... + c[n-1] by Horner's rule (n a
+ * constant: the loop unrolls into n - 1 FMAs). */
+static inline __attribute__((always_inline)) vf vf_horner(vf x, const float *c, int n) {
+    vf p = vf_set1(c[0]);
+    for (int i = 1; i < n; i++) p = vf_fma(p, x, vf_set1(c[i]));
+    return p;
+}
+
 /* exp(x) = 2^n exp(r): n = round(x / ln 2) into *n, and exp(r) for
  * r = x - n ln 2 (Cody-Waite, two constants) by the Cephes polynomial.
  * The caller applies 2^n. */

@@ -286,6 +286,14 @@ static bool filter_in_place(const tsr_conv2d_desc *d) {
     return d->filter_format == TSR_FILTER_HWIO && d->w_dtype == TSR_F32 && (d->k / d->groups) % NR == 0;
 }
 
+/* The direct work items: tblocks of tiles by pblocks of panels (pxb and
+ * ocb set how many blocks there are; the tiles and panels are then shared
+ * evenly among them: 25 tiles in blocks of 16 and 9 had one thread doing
+ * 16/25 of a 14x14 layer). */
+typedef struct item_grid {
+    int64_t tiles, panels, tblocks, pblocks;
+} item_grid;
+
 typedef struct conv_job {
     const tsr_conv2d_desc *d;
     int64_t P, Q;
@@ -304,7 +312,8 @@ typedef struct conv_job {
     bool prefetch_x;   /* x is out of L2: input ahead prefetched (depthwise: rows; pointwise: FETCH_TILES) */
     bool pointwise;    /* 1x1, stride 1, unpadded, one group: output pixel i reads input pixel i */
     int64_t tiles, wide; /* tile_span */
-    bool by_panel;       /* the direct items numbered by panel block (by_panel_evens) */
+    item_grid grid;      /* the direct work items (grid_of) */
+    bool by_panel;       /* numbered by panel block (by_panel_evens) */
     const char *res;   /* a residual larger than L2 (its lines fetched when a tile starts), or NULL */
     int res_es;        /* its element size */
 } conv_job;
@@ -605,14 +614,6 @@ static void pointwise_bf16(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_
 #define pointwise_bf16 pointwise_f32
 #endif
 
-/* The direct work items: tblocks of tiles by pblocks of panels (pxb and
- * ocb set how many blocks there are; the tiles and panels are then shared
- * evenly among them: 25 tiles in blocks of 16 and 9 had one thread doing
- * 16/25 of a 14x14 layer). */
-typedef struct item_grid {
-    int64_t tiles, panels, tblocks, pblocks;
-} item_grid;
-
 static item_grid grid_of(const conv_job *j, const tsr_schedule *s) {
     const int64_t panels = j->d->groups * panels_of(j->d);
     return (item_grid){j->tiles, panels, (j->tiles + s->v[KNOB_PXB] - 1) / s->v[KNOB_PXB],
@@ -654,13 +655,13 @@ static bool by_panel_evens(const item_grid *g, int nt) {
 
 static void direct_run(const conv_job *j, const tsr_schedule *s) {
     const tsr_conv2d_desc *d = j->d;
-    const item_grid grid = grid_of(j, s);
-    const int64_t tiles = grid.tiles, panels = grid.panels, Kp = panels_of(d);
-    const int64_t tblocks = grid.tblocks, pblocks = grid.pblocks;
+    const item_grid *grid = &j->grid;
+    const int64_t tiles = grid->tiles, panels = grid->panels, Kp = panels_of(d);
+    const int64_t tblocks = grid->tblocks, pblocks = grid->pblocks;
 #pragma omp for schedule(static) nowait
     for (int64_t item = 0; item < tblocks * pblocks; item++) {
         int64_t tb, pb;
-        item_blocks(&grid, j->by_panel, item, &tb, &pb);
+        item_blocks(grid, j->by_panel, item, &tb, &pb);
         const int64_t t_lo = tb * tiles / tblocks, t_hi = (tb + 1) * tiles / tblocks;
         const int64_t p_lo = pb * panels / pblocks, p_hi = (pb + 1) * panels / pblocks;
         if (j->pointwise) {
@@ -804,8 +805,8 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     j.wide = pixels - j.tiles * (MR - 1); /* tile_span */
     if (j.wide < 0) j.wide = j.tiles;
     if (!dw) {
-        const item_grid grid = grid_of(&j, s);
-        j.by_panel = by_panel_evens(&grid, nt);
+        j.grid = grid_of(&j, s);
+        j.by_panel = by_panel_evens(&j.grid, nt);
     }
     j.stream_y = vf_streams(d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype));
     for (int i = 0; i < d->epilogue.num_steps; i++) {

@@ -43,20 +43,11 @@
 #define vf_sqrt(x) _mm256_sqrt_ps(x)
 #endif
 
-/* exp(-x) for x >= -87 (at most e^87, finite); from 110 on, exp(-110)
- * (0 beside 1). One exp, no select: sigmoid and silu as written need
- * no e = exp(-|x|) form, whose sign select and product cost 4 more
- * operations a vector. */
-static inline vf exp_neg_above_m87(vf x) {
-    vf n;
-    const vf y = vf_exp_reduced(vf_max(vf_set1(-110.0f), vf_mul(x, vf_set1(-1.0f))), &n);
-    return vf_scale2(y, n);
-}
-
-/* 1 / (1 + exp(-x)) as written for x >= -87; below, the result is e^x
+/* 1 / (1 + exp(-x)) as written for x >= -87 (exp(-x) <= e^87 is finite:
+ * one exp and no select of an exp(-|x|) form); below, the result is e^x
  * itself (1 + e^x == 1), denormal from -87.3 on and rounded once there. */
 static inline vf sigmoid_full(vf x) {
-    const vf r = vf_div(vf_set1(1.0f), vf_add(vf_set1(1.0f), exp_neg_above_m87(x)));
+    const vf r = vf_div(vf_set1(1.0f), vf_add(vf_set1(1.0f), exp_unchecked(vf_mul(x, vf_set1(-1.0f)))));
     const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
     return vf_any(tail) ? vf_select(tail, r, exp_full(x)) : r;
 }
@@ -66,7 +57,7 @@ static inline vf sigmoid_full(vf x) {
  * 2^64 scale, so the result is rounded once (1 + e^x == 1 there). -inf
  * gives NaN (-inf * 0), as the definition does. */
 static inline vf silu_full(vf x) {
-    const vf r = vf_div(x, vf_add(vf_set1(1.0f), exp_neg_above_m87(x)));
+    const vf r = vf_div(x, vf_add(vf_set1(1.0f), exp_unchecked(vf_mul(x, vf_set1(-1.0f)))));
     const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
     if (!vf_any(tail)) return r;
     const vf low = vf_mul(vf_mul(x, exp_scaled(x, 64.0f)), vf_set1(0x1p-64f));

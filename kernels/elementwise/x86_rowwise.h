@@ -126,7 +126,7 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
         else
             for (int u = 0; u < RV; u++) v[u] = vf_load_dtype(r->x, xt, xo + j + u * VL);
         for (int u = 0; u < RV; u++) {
-            const vf ev = exp_nonpos(vf_sub(v[u], mm));
+            const vf ev = exp_unchecked(vf_sub(v[u], mm));
             vf_store(e + j + u * VL, ev);
             acc[u] = vf_add(acc[u], ev);
         }
@@ -134,7 +134,7 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
     prefetch_next(nx, CV, C - CV);
     for (int64_t j = CV; j < C; j += VL) {
         const int n = tail_of(C - j);
-        const vf ev = vf_fill_past(exp_nonpos(vf_sub(vf_load_n_dtype(r->x, xt, xo + j, n), mm)), n, vf_zero());
+        const vf ev = vf_fill_past(exp_unchecked(vf_sub(vf_load_n_dtype(r->x, xt, xo + j, n), mm)), n, vf_zero());
         vf_store(e + j, ev);
         acc[0] = vf_add(acc[0], ev);
     }
@@ -212,7 +212,7 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
         const int n = tail_of(C - j);
         const vf v = vf_load_n_dtype(r->x, xt, xo + j, n);
         const vf d = center ? vf_fill_past(vf_sub(v, x0), n, vf_zero()) : v;
-        s1[0] = vf_add(s1[0], d);
+        if (center) s1[0] = vf_add(s1[0], d);
         s2[0] = vf_fma(d, d, s2[0]);
     }
     float sums[4];
