@@ -75,9 +75,11 @@ static void check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const
     st = k->run(ctx, &p, s);
     ck_assert_msg(st == TSR_OK, "%s", tsr_last_error());
     char what[200];
-    snprintf(what, sizeof what, "%s %lldx%lldx%lld b%lld T%d%d %s epi%d a%g b%g mc%d kc%d nc%d pack_b%d bp%d", k->name,
+    snprintf(what, sizeof what,
+             "%s %lldx%lldx%lld b%lld T%d%d %s epi%d a%g b%g mc%d kc%d nc%d pack_b%d bp%d pack_a%d rows_outer%d", k->name,
              (long long)x->m, (long long)x->n, (long long)x->k, (long long)x->batch, x->ta, x->tb,
-             tsr_dtype_name(x->in), x->epi, (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3], s->v[4]);
+             tsr_dtype_name(x->in), x->epi, (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3], s->v[4],
+             s->v[5], s->v[7]);
     /* a narrow C: one rounding apart at most (both round the same f32-ish sum) */
     double rtol = ct == TSR_F32 ? tt_rtol(TSR_F32, x->k) * 4 : tt_rtol(ct, x->k);
     ck_assert_msg(tt_compare(what, c2, c1, ct, (int64_t)nc, 1e-5 * sqrt((double)x->k + 1), rtol) == 0, "%s", what);
@@ -104,11 +106,12 @@ START_TEST(blocks_schedules_threads) {
             continue;
         }
         /* small blocks so that every boundary is crossed at modest sizes;
-         * mc, kc, nc, pack_b, batch_parallel, pack_a, far_prefetch */
-        const tsr_schedule scheds[] = {{{48, 128, 1008, 1, 0, 1, 0}},
-                                       {{96, 192, 2016, 0, 0, 0, 1}},
-                                       {{144, 256, 4032, 1, 1, 0, 1}},
-                                       {{48, 128, 1008, 0, 1, 1, 0}}};
+         * mc, kc, nc, pack_b, batch_parallel, pack_a, far_prefetch, rows_outer */
+        const tsr_schedule scheds[] = {{{48, 128, 1008, 1, 0, 1, 0, 0}},
+                                       {{96, 192, 2016, 0, 0, 0, 1, 1}},
+                                       {{144, 256, 4032, 1, 1, 0, 1, 0}},
+                                       {{48, 128, 1008, 0, 1, 1, 0, 1}},
+                                       {{48, 64, 480, 1, 0, 0, 0, 1}}};
         const xcase cases[] = {
             {1, 1, 1, 0, 0, 0, 0, TSR_F32, 1, 0, 1, 0},
             {5, 17, 129, 0, 0, 0, 1, TSR_F32, 1, 0, 1, 0},
@@ -142,6 +145,8 @@ START_TEST(blocks_schedules_threads) {
              * along m, the residual, transposes, batch, a narrow C */
             {96, 40, 200, 1, 1, 1, 2, TSR_F32, 1, 0.5f, 2, 0},
             {96, 40, 200, 0, 0, 0, 3, TSR_F32, 1, 0, 1, 1},
+            /* past 256^3: with rows_outer each thread owns a share, else the team shares buffers */
+            {260, 257, 263, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
         };
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)

@@ -408,8 +408,8 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                     pack_a(j, ic + ir * MR, mr, pc, kcur, kc4, ap + ir * MR * kc4);
                 }
                 tsr_team_barrier(nth);
-                const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, 16, tid, nth),
-                              t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, 16, tid + 1, nth);
+                const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, 16, false, tid, nth),
+                              t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, 16, false, tid + 1, nth);
                 for (int64_t t = t_lo; t < t_hi; t++) {
                     const int64_t jr = t / mpanels, ir = t % mpanels;
                     const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;

@@ -25,17 +25,18 @@
 #endif
 #include "x86_ukernel.h"
 
-enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PACK_B, KNOB_BATCH_PAR, KNOB_PACK_A, KNOB_AHEAD };
+enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PACK_B, KNOB_BATCH_PAR, KNOB_PACK_A, KNOB_AHEAD, KNOB_ROWS_OUTER };
 
 static const int mc_values[] = {48, 96, 144, 192, 288};
 static const int kc_values[] = {128, 192, 256, 384, 512};
-static const int nc_values[] = {1008, 2016, 4032, 8064};
+static const int nc_values[] = {480, 720, 1008, 2016, 4032, 8064};
 static const int onoff_values[] = {0, 1};
 
 static const tsr_knob gemm_knobs[] = {
-    {"mc", 5, mc_values}, {"kc", 5, kc_values}, {"nc", 4, nc_values},
+    {"mc", 5, mc_values}, {"kc", 5, kc_values}, {"nc", 6, nc_values},
     {"pack_b", 2, onoff_values}, {"batch_parallel", 2, onoff_values}, {"pack_a", 2, onoff_values},
     {"far_prefetch", 2, onoff_values}, /* in-place B fetched ukr_ahead_near (0) or _far (1) rows ahead */
+    {"rows_outer", 2, onoff_values}, /* a block's tiles row panel by row panel (1) or column by column (0) */
 };
 
 static bool f32_or_same(const void *p, tsr_dtype t) { return !p || t == TSR_F32; }
@@ -146,6 +147,16 @@ static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
      * of A weighs against only N multiply-adds). */
     s->v[KNOB_PACK_A] = !can_skip_pack_a(d);
     s->v[KNOB_AHEAD] = ctx->cpu_amd; /* see ukr_ahead */
+    /* Tall C on Intel: row panels outermost keep a tile's rows of A in L1
+     * while B's block streams from L2 (nc 1008: 1.5 MiB at kc 384), where
+     * column panels outermost streamed both. Emerald Rapids, best of 5-8:
+     * 2048^3 one thread 143 -> 156 GFLOP/s, two 253 -> 288; 4096^3 two
+     * 276 -> 269-281, 301-307 with blis_run's split. It loses where B is
+     * read by few rows, both threads then reading all of it (128 x 4096 x
+     * 4096: 174 -> 151; 512 x 4096 x 4096: 284 -> 272; 1024^3: 310 -> 305).
+     * Zen 4 has not been measured. */
+    s->v[KNOB_ROWS_OUTER] = !ctx->cpu_amd && d->m >= 2048;
+    if (s->v[KNOB_ROWS_OUTER]) s->v[KNOB_NC] = 1008;
 }
 
 static bool blis_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
@@ -184,6 +195,7 @@ typedef struct job {
     int64_t batch_index;
     int64_t mc, kc, nc;
     bool pack_a, pack_b;
+    bool rows_outer; /* a block's tiles row panel by row panel: see blis_default */
     bool plain_epilogue; /* ukr_epilogue_plain can run it: tiles still stored from registers */
     const ukr_ahead *ahead; /* B read in place is larger than L2: its rows are fetched this far ahead */
 } job;
@@ -346,6 +358,13 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
     }
 }
 
+/* B in cache walked four steps a round (A's row pointers bumped once a
+ * round, ukr_fma_nv) from this many k on: one thread, Emerald Rapids, best
+ * of 8: 2048^3 142 -> 143 GFLOP/s column panels outermost, 150 -> 156 row
+ * panels outermost; two threads 512^3 to 4096^3 2-7% faster; 64^3 to
+ * 256^3 the same within the noise (the 20% loss at 64^3 noted there is
+ * gone). */
+#define UNROLL4_MIN_KC 64
 /* acc = A (MR x kc: row i at a + i * a_rs, consecutive k a_step apart; a
  * packed panel is 1 and MR, A in place lda and 1, its rows past mr repeat
  * the last one) * B (kc x nv * VL, rows ldb apart). */
@@ -356,7 +375,8 @@ static inline __attribute__((always_inline)) void micro_kernel(const int nv, int
     const float *rows[MR];
     for (int i = 0; i < MR; i++) rows[i] = a + (i < mr ? i : mr - 1) * a_rs;
     ukr_zero(acc);
-    ukr_fma_nv(nv, MR, kc, rows, a_step, bp, ldb, ahead, false, acc);
+    if (!ahead && kc >= UNROLL4_MIN_KC) ukr_fma_nv(nv, MR, kc, rows, a_step, bp, ldb, NULL, true, acc);
+    else ukr_fma_nv(nv, MR, kc, rows, a_step, bp, ldb, ahead, false, acc);
 }
 
 #endif /* GEMM_BF16_DOT */
@@ -791,13 +811,16 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                     }
                     tsr_team_barrier(nth);
                 }
-                /* tiles in contiguous ranges per thread, column panels outermost:
-                 * a thread reads its own B panels (each from L3 once, into its
-                 * own L2) where round-robin tiles had both read every panel */
-                const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, VL, tid, nth),
-                              t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, VL, tid + 1, nth);
+                /* tiles in contiguous ranges per thread: with column panels
+                 * outermost a thread reads its own B panels (each from L3
+                 * once, into its own L2) where round-robin tiles had both
+                 * read every panel; with row panels outermost, its own rows
+                 * of A, and all of the B block from its L2 */
+                const bool rows = j->rows_outer;
+                const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, VL, rows, tid, nth),
+                              t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, VL, rows, tid + 1, nth);
                 for (int64_t t = t_lo; t < t_hi; t++) {
-                    int64_t jr = t / mpanels, ir = t % mpanels;
+                    const int64_t jr = rows ? t % npanels : t / mpanels, ir = rows ? t / npanels : t % mpanels;
                     int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     if (prefetch_c)
@@ -875,6 +898,7 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const tsr_gemm_desc *d = &g->d;
     job base = {.g = g, .mc = s->v[KNOB_MC], .kc = s->v[KNOB_KC], .nc = s->v[KNOB_NC],
                 .pack_a = s->v[KNOB_PACK_A] != 0, .pack_b = s->v[KNOB_PACK_B] != 0,
+                .rows_outer = s->v[KNOB_ROWS_OUTER] != 0,
                 .plain_epilogue = ukr_epilogue_is_plain(&d->epilogue)};
     if (!base.pack_a && !can_skip_pack_a(d)) base.pack_a = true;
     if (!base.pack_b && !can_skip_pack_b(d)) base.pack_b = true;
@@ -897,8 +921,14 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
      * f32 measured the same either way within this VM's noise, and keeps
      * the shared buffers (one copy of A) there. */
     const bool small = (double)d->m * (double)d->n * (double)d->k <= 256.0 * 256.0 * 256.0;
-    const int split = small && !per_matrix && goto_loops(d, base.pack_b) ? tsr_split_of(d->m, d->n, MR, NR, nt)
-                                                                         : TSR_SPLIT_NONE;
+    /* Row panels outermost (tall C) split the same way: a thread per share,
+     * no barrier per B block, where a preempted vCPU stalled both at each
+     * of them (4096^3 two threads, best of 6: 284 -> 307 GFLOP/s; 2048^3
+     * the same; at 512^3-1024^3 and 512-1024 x 4096 x 4096 with column
+     * panels outermost the split measured the same or 1-5% slower). */
+    const int split = (small || base.rows_outer) && !per_matrix && goto_loops(d, base.pack_b)
+                          ? tsr_split_of(d->m, d->n, MR, NR, nt)
+                          : TSR_SPLIT_NONE;
     /* the rows and columns one thread's buffers hold */
     size_t abuf = (size_t)(tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt) * kc),
            bbuf = (size_t)(tsr_split_share(d->n, nc, NR, split == TSR_SPLIT_COLUMNS, nt) * kc);

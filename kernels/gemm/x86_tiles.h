@@ -12,16 +12,21 @@
 #include "../../arch/x86_avx2/prefetch.h"
 
 /* Where thread tid's contiguous range of the npanels x mpanels tiles
- * (column panels outermost, nr columns of vl lanes each) starts, weighing
- * each tile by the vectors it computes: the last panel of ncur columns may
- * be narrow (16 of 48 at N = 256), and equal tile counts left one core idle
- * for up to a tenth of the call (f32 256^3 on 2 threads: 195 -> 215
- * GFLOP/s). Contiguous ranges keep each core on its own B panels. */
-static inline int64_t tsr_tile_split(int64_t ncur, int64_t npanels, int64_t mpanels, int64_t nr, int64_t vl, int tid,
-                                     int nth) {
+ * starts (nr columns of vl lanes each; column panels outermost, or with
+ * rows_outer row panels), weighing each tile by the vectors it computes:
+ * the last panel of ncur columns may be narrow (16 of 48 at N = 256), and
+ * equal tile counts left one core idle for up to a tenth of the call (f32
+ * 256^3 on 2 threads: 195 -> 215 GFLOP/s). */
+static inline int64_t tsr_tile_split(int64_t ncur, int64_t npanels, int64_t mpanels, int64_t nr, int64_t vl,
+                                     bool rows_outer, int tid, int nth) {
     const int64_t tiles = npanels * mpanels, nv = nr / vl;
     if (tid >= nth) return tiles;
     const int64_t last_nv = (ncur - (npanels - 1) * nr + vl - 1) / vl; /* 1..nv */
+    if (rows_outer) { /* every row panel weighs the same: whole ones, then tiles of the next */
+        const int64_t row = (npanels - 1) * nv + last_nv, target = row * mpanels * tid / nth;
+        const int64_t r = target / row, rest = target - r * row;
+        return r * npanels + (rest <= (npanels - 1) * nv ? (rest + nv - 1) / nv : npanels);
+    }
     const int64_t full = (npanels - 1) * mpanels, total = full * nv + mpanels * last_nv;
     const int64_t target = total * tid / nth;
     return target <= full * nv ? (target + nv - 1) / nv : full + (target - full * nv + last_nv - 1) / last_nv;

@@ -50,8 +50,7 @@ static inline __attribute__((always_inline)) void ukr_step(const int nv, const i
  * packed or in cache). unroll4 (a constant): B in cache is walked four steps
  * a round, the A row pointers bumped once a round rather than every step:
  * conv's tiles, whose rows point into x, gained 2-5% on 3x3 and 1x1 layers
- * (Emerald Rapids); the GEMM's small cubes, A rows in place too, lost 20%
- * at 64^3 that way and keep one step a round. */
+ * (Emerald Rapids); the GEMM takes it from UNROLL4_MIN_KC on. */
 static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, const int mr, int64_t kc,
                                                              const float *const rows[MR], int64_t step,
                                                              const float *restrict bp, int64_t ldb,
