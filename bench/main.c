@@ -68,6 +68,14 @@ static void bench_peak(gb_state *st, void *arg) {
     while (gb_keep_running(st)) peak_run(peak_iters, threads);
 }
 
+/* rounds of the micro-kernel ceiling: as many flops as a peak_run */
+#define UKR_ROUNDS (peak_iters / 250)
+
+static void bench_peak_ukr(gb_state *st, void *arg) {
+    (void)arg;
+    while (gb_keep_running(st)) peak_ukr_run(UKR_ROUNDS, threads);
+}
+
 static void bench_peak_i8(gb_state *st, void *arg) {
     (void)arg;
     while (gb_keep_running(st)) peak_i8_run(peak_iters, threads);
@@ -79,6 +87,9 @@ static void register_peaks(bool i8) {
     char name[64];
     snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
     gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
+    if (peak_ukr_available())
+        gb_register("peak/f32/ukernel_8x48/avx512/l1", bench_peak_ukr, NULL,
+                    peak_ukr_flops_per_round(UKR_ROUNDS, threads), 0);
     if (i8) gb_register("peak/i8/vpdpbusd/avx512_vnni/registers", bench_peak_i8, NULL, peak_i8_ops_per_iter(peak_iters, threads), 0);
 }
 
@@ -111,7 +122,8 @@ static void usage(void) {
          "  --dtypes   cpu GEMM: f32,bf16,i8 (default; bf16 x bf16 -> f32 against oneDNN's matmul,\n"
          "             i8 x i8 -> i32 against its gemm_s8s8s32);\n"
          "             cuda: the GEMM/elementwise dtypes (default f16,bf16,f32)\n"
-         "  --summary  print a table of GFLOP/s, ratios to each vendor and % of the measured peak\n"
+         "  --summary  print a table of GFLOP/s, ratios to each vendor, % of the measured FMA peak and\n"
+         "             (f32, AVX-512) % of the 8x48 micro-kernel ceiling with its panels in L1\n"
          "  --json     write Google Benchmark JSON to FILE\n"
          "Every tessera result is checked against the vendors' before timing; a mismatch is\n"
          "reported and makes the exit status 1.");
@@ -334,10 +346,12 @@ int main(int argc, char **argv) {
         printf("\nsummary: GFLOP/s (i8: GOP/s), %d threads; peak = %.1f GFLOP/s (fastest measured FMA run)", threads,
                peak[DT_F32]);
         if (peak[DT_I8] > 0) printf(", i8 %.1f GOP/s (fastest measured vpdpbusd run)", peak[DT_I8]);
+        const double ukr = peak_ukr_best();
+        if (ukr > 0) printf(";\nf32 micro-kernel ceiling = %.1f GFLOP/s (8x48 tile, panels in L1: %% ukr)", ukr);
         printf("\n%-32s", "gemm shape");
         for (int k = 0; k < nimpl; k++) printf(" %10s", impls[k]->name);
         for (int k = 1; k < nimpl; k++) printf("  vs %-8s", impls[k]->name);
-        printf("  %% peak\n");
+        printf("  %% peak  %% ukr\n");
         for (int i = 0; i < ncases; i += nimpl) {
             const gemm_shape *s = &cases[i].s;
             char shape[96];
@@ -360,7 +374,9 @@ int main(int argc, char **argv) {
                 if (err[k] || err[0] || g[k] <= 0) printf("  %10s ", "-");
                 else printf("  %9.2fx ", g[0] / g[k]);
             const double lim = peak[cases[i].dt];
-            if (lim > 0) printf("  %5.1f%%\n", 100 * g[0] / lim);
+            if (lim > 0) printf("  %5.1f%%", 100 * g[0] / lim);
+            else printf("  %6s", "-");
+            if (cases[i].dt == DT_F32 && ukr > 0 && !err[0]) printf("  %5.1f%%\n", 100 * g[0] / ukr);
             else printf("  %6s\n", "-");
         }
     }

@@ -61,6 +61,70 @@ __attribute__((target("avx512f,avx512vnni"))) static int dot_vnni(long iters) {
     return s;
 }
 
+/* The f32 micro-kernel's own ceiling: the 8 x 48 tile of
+ * kernels/gemm/x86_avx512.c (24 accumulators, A broadcast, three B vectors
+ * a k) over panels in L1 (kc 128: B 24 KiB, A 4 KiB), added into a C tile
+ * after each panel as a GEMM's later K blocks are. Below the register peak
+ * by what the loads and the C updates cost: the most a GEMM with this tile
+ * can reach. */
+#define UKR_MR 8
+#define UKR_NV 3
+#define UKR_KC 128
+#define UKR_NR (UKR_NV * 16)
+
+__attribute__((target("avx512f"))) static float ukr_avx512(long rounds) {
+    static _Thread_local float a[UKR_KC * UKR_MR] __attribute__((aligned(64))),
+        b[UKR_KC * UKR_NR] __attribute__((aligned(64))), c[UKR_MR * UKR_NR] __attribute__((aligned(64)));
+    for (int i = 0; i < UKR_KC * UKR_MR; i++) a[i] = 1e-3f * (float)(i % 7);
+    for (int i = 0; i < UKR_KC * UKR_NR; i++) b[i] = 1e-3f * (float)(i % 5);
+    for (int i = 0; i < UKR_MR * UKR_NR; i++) c[i] = 0.0f;
+    for (long r = 0; r < rounds; r++) {
+        __m512 acc[UKR_MR][UKR_NV];
+#pragma GCC unroll 8
+        for (int i = 0; i < UKR_MR; i++)
+#pragma GCC unroll 3
+            for (int v = 0; v < UKR_NV; v++) acc[i][v] = _mm512_setzero_ps();
+        for (int p = 0; p < UKR_KC; p++) {
+            __m512 bv[UKR_NV];
+#pragma GCC unroll 3
+            for (int v = 0; v < UKR_NV; v++) bv[v] = _mm512_load_ps(b + p * UKR_NR + v * 16);
+#pragma GCC unroll 8
+            for (int i = 0; i < UKR_MR; i++) {
+                const __m512 av = _mm512_set1_ps(a[p * UKR_MR + i]);
+#pragma GCC unroll 3
+                for (int v = 0; v < UKR_NV; v++) acc[i][v] = _mm512_fmadd_ps(av, bv[v], acc[i][v]);
+            }
+        }
+#pragma GCC unroll 8
+        for (int i = 0; i < UKR_MR; i++)
+#pragma GCC unroll 3
+            for (int v = 0; v < UKR_NV; v++) {
+                float *cp = c + i * UKR_NR + v * 16;
+                _mm512_store_ps(cp, _mm512_add_ps(_mm512_load_ps(cp), acc[i][v]));
+            }
+    }
+    return c[0] + c[UKR_MR * UKR_NR - 1];
+}
+
+static double best_ukr;
+
+int peak_ukr_available(void) { return __builtin_cpu_supports("avx512f"); }
+
+double peak_ukr_flops_per_round(long rounds, int threads) {
+    return 2.0 * UKR_MR * UKR_NR * UKR_KC * (double)rounds * threads;
+}
+
+float peak_ukr_run(long rounds, int threads) {
+    float sink = 0;
+    const double t0 = now_s();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += ukr_avx512(rounds);
+    keep_best(&best_ukr, peak_ukr_flops_per_round(rounds, threads), t0);
+    return sink;
+}
+
+double peak_ukr_best(void) { return best_ukr; }
+
 int peak_i8_available(void) { return __builtin_cpu_supports("avx512vnni"); }
 
 double peak_i8_ops_per_iter(long iters, int threads) { return 128.0 * CHAINS * (double)iters * threads; }

@@ -8,6 +8,12 @@ float peak_run(long iters, int threads);
 int peak_i8_available(void);
 double peak_i8_ops_per_iter(long iters, int threads);
 int peak_i8_run(long iters, int threads);
+/* f32 (AVX-512 only): the GEMM's 8 x 48 micro-kernel on panels in L1,
+ * rounds of 128 k each */
+int peak_ukr_available(void);
+double peak_ukr_flops_per_round(long rounds, int threads);
+float peak_ukr_run(long rounds, int threads);
+double peak_ukr_best(void);
 /* the fastest single peak_run / peak_i8_run so far (0 before any) */
 double peak_best(void);
 double peak_i8_best(void);
