@@ -135,6 +135,45 @@ START_TEST(unary_whole_range) {
 }
 END_TEST
 
+/* gelu_erf densely where activations live, |x| in [1/4, 4], both signs:
+ * vectors wholly within |x| <= 3 take the chains' short form
+ * (gelu_erf_small), the others and those straddling 3 the general one;
+ * the whole-range test samples this region only a few hundred times. */
+START_TEST(gelu_erf_dense_core) {
+    enum { STEP = 64, N = 2 * ((0x40800000 - 0x3e800000) / STEP) };
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    int n = 0;
+    for (uint32_t b = 0x3e800000; b < 0x40800000; b += STEP) {
+        float f;
+        memcpy(&f, &b, 4);
+        x[n++] = f, x[n++] = -f;
+    }
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
+        ck_assert_ptr_nonnull(k);
+        if (!usable(k, ctx)) continue;
+        tsr_chain_desc ch;
+        tsr_chain_desc_init(&ch);
+        tsr_chain_push_unary(&ch, TSR_UNARY_GELU_ERF);
+        run_chain(k, ctx, &ch, x, NULL, y, n);
+        int64_t worst = 0;
+        int at = 0;
+        for (int i = 0; i < n; i++) {
+            const int64_t u = ulps(y[i], want_unary(TSR_UNARY_GELU_ERF, x[i]));
+            if (u > worst) worst = u, at = i;
+        }
+        printf("elementwise_x86: %s gelu_erf: max %lld ulp over %d values with |x| in [1/4, 4]\n", k->name,
+               (long long)worst, n);
+        ck_assert_msg(worst <= 6, "%s gelu_erf at x = %a: got %a (%lld ulp > 6)", k->name, (double)x[at],
+                      (double)y[at], (long long)worst);
+    }
+    tsr_context_destroy(ctx);
+    free(x), free(y);
+}
+END_TEST
+
 /* A chain (silu(x) * b) whose y is past 16 MiB, on a 64-byte boundary:
  * stored past the caches, and still the reference's values. */
 START_TEST(chain_out_of_cache) {
@@ -538,6 +577,7 @@ int main(void) {
     TCase *tc = tcase_create("x86");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, unary_whole_range);
+    tcase_add_test(tc, gelu_erf_dense_core);
     tcase_add_test(tc, binary_whole_range);
     tcase_add_test(tc, row_kernels);
     tcase_add_test(tc, norm_shift_far_from_mean);

@@ -98,7 +98,13 @@ static inline __attribute__((always_inline)) void apply_unary(tsr_unary_op op, v
     case TSR_UNARY_RELU: EACH(vf_relu(x[u])); break;
     case TSR_UNARY_TANH: EACH(tanh_full(x[u])); break;
     case TSR_UNARY_ERF: EACH(erf_full(x[u])); break;
-    case TSR_UNARY_GELU_ERF: EACH(gelu_erf_full(x[u])); break;
+    case TSR_UNARY_GELU_ERF: {
+        bool small = true;
+        for (int u = 0; u < NV; u++) small = small && gelu_erf_small_ok(x[u]);
+        if (small) EACH(gelu_erf_small(x[u]));
+        else EACH(gelu_erf_full(x[u]));
+        break;
+    }
     case TSR_UNARY_GELU_TANH: EACH(gelu_tanh_full(x[u])); break;
     default: EACH(lanes_unary(op, x[u])); break;
     }
