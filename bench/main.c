@@ -76,6 +76,11 @@ static void bench_peak_ukr(gb_state *st, void *arg) {
     while (gb_keep_running(st)) peak_ukr_run(UKR_ROUNDS, threads);
 }
 
+static void bench_peak_bf16(gb_state *st, void *arg) {
+    (void)arg;
+    while (gb_keep_running(st)) peak_bf16_run(peak_iters, threads);
+}
+
 static void bench_peak_i8(gb_state *st, void *arg) {
     (void)arg;
     while (gb_keep_running(st)) peak_i8_run(peak_iters, threads);
@@ -83,13 +88,16 @@ static void bench_peak_i8(gb_state *st, void *arg) {
 
 /* The peak cases; registered before and after the GEMMs, their fastest run
  * (peak_best) is the summary's limit. */
-static void register_peaks(bool i8) {
+static void register_peaks(bool bf16, bool i8) {
     char name[64];
     snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
     gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
     if (peak_ukr_available())
         gb_register("peak/f32/ukernel_8x48/avx512/l1", bench_peak_ukr, NULL,
                     peak_ukr_flops_per_round(UKR_ROUNDS, threads), 0);
+    if (bf16)
+        gb_register("peak/bf16/vdpbf16ps/avx512_bf16/registers", bench_peak_bf16, NULL,
+                    peak_bf16_flops_per_iter(peak_iters, threads), 0);
     if (i8) gb_register("peak/i8/vpdpbusd/avx512_vnni/registers", bench_peak_i8, NULL, peak_i8_ops_per_iter(peak_iters, threads), 0);
 }
 
@@ -301,8 +309,9 @@ int main(int argc, char **argv) {
     }
     if (!any) return fprintf(stderr, "tessera-bench: --dtypes for the cpu GEMM: f32, bf16, i8, not '%s'\n", dtypes), 2;
     char name[192];
-    const bool peak_i8 = want_dt[DT_I8] && peak_i8_available();
-    register_peaks(peak_i8);
+    const bool peak_i8 = want_dt[DT_I8] && peak_i8_available(),
+               peak_bf16 = want_dt[DT_BF16] && peak_bf16_available();
+    register_peaks(peak_bf16, peak_i8);
     for (int si = 0; si < nsets; si++) {
         gemm_shape *shapes;
         int n = shapes_read_gemm(sets[si], BENCH_SHAPES_DIR, &shapes);
@@ -335,16 +344,17 @@ int main(int argc, char **argv) {
                      (long long)s->m, (long long)s->n, (long long)s->k, cases[i].impl->name);
             gb_register(name, bench_gemm, &cases[i], 2.0 * s->m * s->n * s->k, 0);
         }
-    register_peaks(peak_i8);
+    register_peaks(peak_bf16, peak_i8);
     gb_run();
 
     const gb_result *r;
     int nr = gb_results(&r), mismatches = 0;
     for (int i = 0; i < ncases; i++) mismatches += cases[i].mismatch;
     if (summary) {
-        const double peak[NUM_DT] = {[DT_F32] = peak_best(), [DT_I8] = peak_i8_best()};
+        const double peak[NUM_DT] = {[DT_F32] = peak_best(), [DT_BF16] = peak_bf16_best(), [DT_I8] = peak_i8_best()};
         printf("\nsummary: GFLOP/s (i8: GOP/s), %d threads; peak = %.1f GFLOP/s (fastest measured FMA run)", threads,
                peak[DT_F32]);
+        if (peak[DT_BF16] > 0) printf(", bf16 %.1f GFLOP/s (fastest measured vdpbf16ps run)", peak[DT_BF16]);
         if (peak[DT_I8] > 0) printf(", i8 %.1f GOP/s (fastest measured vpdpbusd run)", peak[DT_I8]);
         const double ukr = peak_ukr_best();
         if (ukr > 0) printf(";\nf32 micro-kernel ceiling = %.1f GFLOP/s (8x48 tile, panels in L1: %% ukr)", ukr);

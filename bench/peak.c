@@ -1,6 +1,7 @@
-/* The machine limits for the summary's "% of peak": FP32 FMA throughput, and
- * int8 vpdpbusd throughput where AVX-512 VNNI exists, with 12 independent
- * vector chains in registers, on every thread at once. The limit is the
+/* The machine limits for the summary's "% of peak": FP32 FMA throughput,
+ * bf16 vdpbf16ps throughput where AVX512_BF16 exists and int8 vpdpbusd
+ * throughput where AVX-512 VNNI exists, with 12 independent vector chains
+ * in registers, on every thread at once. The limit is the
  * fastest single run seen, not a mean: on a VM whose clock moves by tens of
  * percent, a mean ceiling put GEMMs timed in a faster minute above 100%. */
 #include "peak.h"
@@ -124,6 +125,38 @@ float peak_ukr_run(long rounds, int threads) {
 }
 
 double peak_ukr_best(void) { return best_ukr; }
+
+/* 16 lanes x 2 bf16 products (64 flops) per instruction. On Emerald
+ * Rapids it issues every other cycle, so its flops peak is half the f32
+ * FMA's: a bf16 GEMM cannot outrun an f32 one there. */
+__attribute__((target("avx512f,avx512bf16"))) static float dot_bf16(long iters) {
+    __m512 acc[CHAINS];
+    const __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = (__m512bh)_mm512_set1_epi16(0x3400);
+    for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_ps((float)i);
+    for (long it = 0; it < iters; it++)
+#pragma GCC unroll 12
+        for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_dpbf16_ps(acc[i], x, y);
+    float s = 0;
+    for (int i = 0; i < CHAINS; i++) s += _mm512_reduce_add_ps(acc[i]);
+    return s;
+}
+
+static double best_bf16;
+
+int peak_bf16_available(void) { return __builtin_cpu_supports("avx512bf16"); }
+
+double peak_bf16_flops_per_iter(long iters, int threads) { return 64.0 * CHAINS * (double)iters * threads; }
+
+float peak_bf16_run(long iters, int threads) {
+    float sink = 0;
+    const double t0 = now_s();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += dot_bf16(iters);
+    keep_best(&best_bf16, peak_bf16_flops_per_iter(iters, threads), t0);
+    return sink;
+}
+
+double peak_bf16_best(void) { return best_bf16; }
 
 int peak_i8_available(void) { return __builtin_cpu_supports("avx512vnni"); }
 

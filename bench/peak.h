@@ -14,6 +14,11 @@ int peak_ukr_available(void);
 double peak_ukr_flops_per_round(long rounds, int threads);
 float peak_ukr_run(long rounds, int threads);
 double peak_ukr_best(void);
+/* bf16 (AVX512_BF16 vdpbf16ps): flops = 2 per product */
+int peak_bf16_available(void);
+double peak_bf16_flops_per_iter(long iters, int threads);
+float peak_bf16_run(long iters, int threads);
+double peak_bf16_best(void);
 /* the fastest single peak_run / peak_i8_run so far (0 before any) */
 double peak_best(void);
 double peak_i8_best(void);
