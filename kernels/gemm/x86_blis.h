@@ -151,11 +151,12 @@ static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
      * while B's block streams from L2 (nc 1008: 1.5 MiB at kc 384), where
      * column panels outermost streamed both. Emerald Rapids, best of 5-8:
      * 2048^3 one thread 143 -> 156 GFLOP/s, two 253 -> 288; 4096^3 two
-     * 276 -> 269-281, 301-307 with blis_run's split. It loses where B is
-     * read by few rows, both threads then reading all of it (128 x 4096 x
-     * 4096: 174 -> 151; 512 x 4096 x 4096: 284 -> 272; 1024^3: 310 -> 305).
-     * Zen 4 has not been measured. */
-    s->v[KNOB_ROWS_OUTER] = !ctx->cpu_amd && d->m >= 2048;
+     * 276 -> 269-281, 301-307 with blis_run's split; 1024^3 one thread 147
+     * -> 156, two the same; 1024 x 4096 x 4096 two 284 -> 297, 1536^3 301
+     * -> 307. It loses where B is read by few rows, both threads then
+     * reading all of it (128 x 4096 x 4096: 174 -> 151; 512 x 4096 x 4096:
+     * 284 -> 272; 512^3 309 -> 296). Zen 4 has not been measured. */
+    s->v[KNOB_ROWS_OUTER] = !ctx->cpu_amd && d->m >= 1024;
     if (s->v[KNOB_ROWS_OUTER]) s->v[KNOB_NC] = 1008;
 }
 
