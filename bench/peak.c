@@ -23,6 +23,16 @@ static void keep_best(double *best, double ops, double t0) {
     if (rate > *best) *best = rate;
 }
 
+/* body(n) on every thread at once; this run's rate into *best if faster. */
+static float timed_on_threads(float (*body)(long), long n, int threads, double ops, double *best) {
+    float sink = 0;
+    const double t0 = now_s();
+#pragma omp parallel num_threads(threads) reduction(+ : sink)
+    sink += body(n);
+    keep_best(best, ops, t0);
+    return sink;
+}
+
 double peak_best(void) { return best_f32; }
 double peak_i8_best(void) { return best_i8; }
 
@@ -51,14 +61,14 @@ __attribute__((target("avx512f"))) static float fma_avx512(long iters) {
 }
 
 /* 64 int8 multiply-adds (128 ops) per instruction. */
-__attribute__((target("avx512f,avx512vnni"))) static int dot_vnni(long iters) {
+__attribute__((target("avx512f,avx512vnni"))) static float dot_vnni(long iters) {
     __m512i acc[CHAINS], x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-5);
     for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_set1_epi32(i);
     for (long it = 0; it < iters; it++)
 #pragma GCC unroll 12
         for (int i = 0; i < CHAINS; i++) acc[i] = _mm512_dpbusd_epi32(acc[i], x, y);
-    int s = 0;
-    for (int i = 0; i < CHAINS; i++) s += _mm512_reduce_add_epi32(acc[i]);
+    float s = 0; /* the sums wrap (int32 lanes): only a sink */
+    for (int i = 0; i < CHAINS; i++) s += (float)_mm512_reduce_add_epi32(acc[i]);
     return s;
 }
 
@@ -116,12 +126,7 @@ double peak_ukr_flops_per_round(long rounds, int threads) {
 }
 
 float peak_ukr_run(long rounds, int threads) {
-    float sink = 0;
-    const double t0 = now_s();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += ukr_avx512(rounds);
-    keep_best(&best_ukr, peak_ukr_flops_per_round(rounds, threads), t0);
-    return sink;
+    return timed_on_threads(ukr_avx512, rounds, threads, peak_ukr_flops_per_round(rounds, threads), &best_ukr);
 }
 
 double peak_ukr_best(void) { return best_ukr; }
@@ -148,12 +153,7 @@ int peak_bf16_available(void) { return __builtin_cpu_supports("avx512bf16"); }
 double peak_bf16_flops_per_iter(long iters, int threads) { return 64.0 * CHAINS * (double)iters * threads; }
 
 float peak_bf16_run(long iters, int threads) {
-    float sink = 0;
-    const double t0 = now_s();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += dot_bf16(iters);
-    keep_best(&best_bf16, peak_bf16_flops_per_iter(iters, threads), t0);
-    return sink;
+    return timed_on_threads(dot_bf16, iters, threads, peak_bf16_flops_per_iter(iters, threads), &best_bf16);
 }
 
 double peak_bf16_best(void) { return best_bf16; }
@@ -162,13 +162,8 @@ int peak_i8_available(void) { return __builtin_cpu_supports("avx512vnni"); }
 
 double peak_i8_ops_per_iter(long iters, int threads) { return 128.0 * CHAINS * (double)iters * threads; }
 
-int peak_i8_run(long iters, int threads) {
-    int sink = 0;
-    const double t0 = now_s();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += dot_vnni(iters);
-    keep_best(&best_i8, peak_i8_ops_per_iter(iters, threads), t0);
-    return sink;
+float peak_i8_run(long iters, int threads) {
+    return timed_on_threads(dot_vnni, iters, threads, peak_i8_ops_per_iter(iters, threads), &best_i8);
 }
 
 const char *peak_isa(void) {
@@ -181,11 +176,6 @@ double peak_flops_per_iter(long iters, int threads) {
 }
 
 float peak_run(long iters, int threads) {
-    float sink = 0;
-    int avx512 = __builtin_cpu_supports("avx512f");
-    const double t0 = now_s();
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    sink += avx512 ? fma_avx512(iters) : fma_avx2(iters);
-    keep_best(&best_f32, peak_flops_per_iter(iters, threads), t0);
-    return sink;
+    return timed_on_threads(__builtin_cpu_supports("avx512f") ? fma_avx512 : fma_avx2, iters, threads,
+                            peak_flops_per_iter(iters, threads), &best_f32);
 }

@@ -7,7 +7,7 @@ float peak_run(long iters, int threads);
 /* int8 (AVX-512 VNNI vpdpbusd): ops = 2 per multiply-add */
 int peak_i8_available(void);
 double peak_i8_ops_per_iter(long iters, int threads);
-int peak_i8_run(long iters, int threads);
+float peak_i8_run(long iters, int threads);
 /* f32 (AVX-512 only): the GEMM's 8 x 48 micro-kernel on panels in L1,
  * rounds of 128 k each */
 int peak_ukr_available(void);

@@ -91,6 +91,30 @@ static bool usable(const tsr_kernel *k, tsr_context *ctx) {
     return false;
 }
 
+/* Kernel k's chain of op alone on x[0..n) into y, held to max_ulp of the
+ * double-precision definition (want_unary), or with max_ulp 0 to the
+ * reference's own values exactly (ops it runs lane by lane); where: the
+ * values' description for the log. */
+static void check_unary(const tsr_kernel *k, tsr_context *ctx, tsr_unary_op op, int64_t max_ulp, const float *x,
+                        float *y, int n, const char *where) {
+    tsr_chain_desc ch;
+    tsr_chain_desc_init(&ch);
+    tsr_chain_push_unary(&ch, op);
+    run_chain(k, ctx, &ch, x, NULL, y, n);
+    int64_t worst = 0;
+    int at = 0;
+    for (int i = 0; i < n; i++) {
+        const float want = max_ulp ? want_unary(op, x[i]) : tsr_unary_ref(op, x[i]);
+        int64_t u = ulps(y[i], want);
+        if (!max_ulp && !(y[i] == want || (isnan(y[i]) && isnan(want)))) u = INT64_MAX;
+        if (u > worst) worst = u, at = i;
+    }
+    printf("elementwise_x86: %s unary %d: max %lld ulp over %d values %s\n", k->name, (int)op, (long long)worst, n,
+           where);
+    ck_assert_msg(worst <= max_ulp, "%s op %d at x = %a: got %a, want %a (%lld ulp > %lld)", k->name, (int)op,
+                  (double)x[at], (double)y[at], (double)want_unary(op, x[at]), (long long)worst, (long long)max_ulp);
+}
+
 START_TEST(unary_whole_range) {
     /* documented bounds (x86_chain.h); 0 for lane-by-lane reference ops */
     static const struct {
@@ -110,25 +134,8 @@ START_TEST(unary_whole_range) {
         const tsr_kernel *k = tsr_registry_find(kernels[ki]);
         ck_assert_ptr_nonnull(k);
         if (!usable(k, ctx)) continue;
-        for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
-            tsr_chain_desc ch;
-            tsr_chain_desc_init(&ch);
-            tsr_chain_push_unary(&ch, ops[oi].op);
-            run_chain(k, ctx, &ch, x, NULL, y, n);
-            int64_t worst = 0;
-            int at = 0;
-            for (int i = 0; i < n; i++) {
-                const float want = ops[oi].max_ulp ? want_unary(ops[oi].op, x[i]) : tsr_unary_ref(ops[oi].op, x[i]);
-                int64_t u = ulps(y[i], want);
-                if (!ops[oi].max_ulp && !(y[i] == want || (isnan(y[i]) && isnan(want)))) u = INT64_MAX;
-                if (u > worst) worst = u, at = i;
-            }
-            printf("elementwise_x86: %s unary %d: max %lld ulp over %d values\n", k->name, (int)ops[oi].op,
-                   (long long)worst, n);
-            ck_assert_msg(worst <= ops[oi].max_ulp, "%s op %d at x = %a: got %a, want %a (%lld ulp > %lld)", k->name,
-                          (int)ops[oi].op, (double)x[at], (double)y[at], (double)want_unary(ops[oi].op, x[at]),
-                          (long long)worst, (long long)ops[oi].max_ulp);
-        }
+        for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
+            check_unary(k, ctx, ops[oi].op, ops[oi].max_ulp, x, y, n, "over the whole range");
     }
     tsr_context_destroy(ctx);
     free(x), free(y);
@@ -153,21 +160,7 @@ START_TEST(gelu_erf_dense_core) {
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
         const tsr_kernel *k = tsr_registry_find(kernels[ki]);
         ck_assert_ptr_nonnull(k);
-        if (!usable(k, ctx)) continue;
-        tsr_chain_desc ch;
-        tsr_chain_desc_init(&ch);
-        tsr_chain_push_unary(&ch, TSR_UNARY_GELU_ERF);
-        run_chain(k, ctx, &ch, x, NULL, y, n);
-        int64_t worst = 0;
-        int at = 0;
-        for (int i = 0; i < n; i++) {
-            const int64_t u = ulps(y[i], want_unary(TSR_UNARY_GELU_ERF, x[i]));
-            if (u > worst) worst = u, at = i;
-        }
-        printf("elementwise_x86: %s gelu_erf: max %lld ulp over %d values with |x| in [1/4, 4]\n", k->name,
-               (long long)worst, n);
-        ck_assert_msg(worst <= 6, "%s gelu_erf at x = %a: got %a (%lld ulp > 6)", k->name, (double)x[at],
-                      (double)y[at], (long long)worst);
+        if (usable(k, ctx)) check_unary(k, ctx, TSR_UNARY_GELU_ERF, 6, x, y, n, "with |x| in [1/4, 4]");
     }
     tsr_context_destroy(ctx);
     free(x), free(y);
