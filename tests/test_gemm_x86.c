@@ -76,10 +76,10 @@ static void check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const
     ck_assert_msg(st == TSR_OK, "%s", tsr_last_error());
     char what[200];
     snprintf(what, sizeof what,
-             "%s %lldx%lldx%lld b%lld T%d%d %s epi%d a%g b%g mc%d kc%d nc%d pack_b%d bp%d pack_a%d rows_outer%d", k->name,
-             (long long)x->m, (long long)x->n, (long long)x->k, (long long)x->batch, x->ta, x->tb,
-             tsr_dtype_name(x->in), x->epi, (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3], s->v[4],
-             s->v[5], s->v[7]);
+             "%s %lldx%lldx%lld b%lld T%d%d %s epi%d a%g b%g mc%d kc%d nc%d pack_b%d bp%d pack_a%d rows_outer%d",
+             k->name, (long long)x->m, (long long)x->n, (long long)x->k, (long long)x->batch, x->ta, x->tb,
+             tsr_dtype_name(x->in), x->epi, (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3],
+             s->v[4], s->v[5], s->v[7]);
     /* a narrow C: one rounding apart at most (both round the same f32-ish sum) */
     double rtol = ct == TSR_F32 ? tt_rtol(TSR_F32, x->k) * 4 : tt_rtol(ct, x->k);
     ck_assert_msg(tt_compare(what, c2, c1, ct, (int64_t)nc, 1e-5 * sqrt((double)x->k + 1), rtol) == 0, "%s", what);

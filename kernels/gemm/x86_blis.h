@@ -363,8 +363,8 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
  * round, ukr_fma_nv) from this many k on: one thread, Emerald Rapids, best
  * of 8: 2048^3 142 -> 143 GFLOP/s column panels outermost, 150 -> 156 row
  * panels outermost; two threads 512^3 to 4096^3 2-7% faster; 64^3 to
- * 256^3 the same within the noise (the 20% loss at 64^3 noted there is
- * gone). */
+ * 256^3 the same within the noise (an older build had lost 20% at 64^3
+ * that way). */
 #define UNROLL4_MIN_KC 64
 /* acc = A (MR x kc: row i at a + i * a_rs, consecutive k a_step apart; a
  * packed panel is 1 and MR, A in place lda and 1, its rows past mr repeat
