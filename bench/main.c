@@ -96,11 +96,11 @@ static void bench_peak_i8(gb_state *st, void *arg) {
 
 /* The peak cases; registered before and after the GEMMs, their fastest run
  * (peak_best) is the summary's limit. */
-static void register_peaks(bool bf16, bool i8) {
+static void register_peaks(bool f32, bool bf16, bool i8) {
     char name[64];
     snprintf(name, sizeof name, "peak/f32/fma/%s/registers", peak_isa());
     gb_register(name, bench_peak, NULL, peak_flops_per_iter(peak_iters, threads), 0);
-    if (peak_ukr_available())
+    if (f32 && peak_ukr_available())
         gb_register("peak/f32/ukernel_8x48/avx512/l1", bench_peak_ukr, NULL,
                     peak_ukr_flops_per_round(UKR_ROUNDS, threads), 0);
     if (bf16)
@@ -319,7 +319,7 @@ int main(int argc, char **argv) {
     char name[192];
     const bool peak_i8 = want_dt[DT_I8] && peak_i8_available(),
                peak_bf16 = want_dt[DT_BF16] && peak_bf16_available();
-    register_peaks(peak_bf16, peak_i8);
+    register_peaks(want_dt[DT_F32], peak_bf16, peak_i8);
     for (int si = 0; si < nsets; si++) {
         gemm_shape *shapes;
         int n = shapes_read_gemm(sets[si], BENCH_SHAPES_DIR, &shapes);
@@ -352,7 +352,7 @@ int main(int argc, char **argv) {
                      (long long)s->m, (long long)s->n, (long long)s->k, cases[i].impl->name);
             gb_register(name, bench_gemm, &cases[i], 2.0 * s->m * s->n * s->k, 0);
         }
-    register_peaks(peak_bf16, peak_i8);
+    register_peaks(want_dt[DT_F32], peak_bf16, peak_i8);
     gb_run();
 
     const gb_result *r;

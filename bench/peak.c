@@ -18,18 +18,15 @@ static double now_s(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static void keep_best(double *best, double ops, double t0) {
-    const double rate = ops / (now_s() - t0) / 1e9;
-    if (rate > *best) *best = rate;
-}
-
-/* body(n) on every thread at once; this run's rate into *best if faster. */
+/* body(n) on every thread at once; this run's rate (ops in all) into
+ * *best if faster. */
 static float timed_on_threads(float (*body)(long), long n, int threads, double ops, double *best) {
     float sink = 0;
     const double t0 = now_s();
 #pragma omp parallel num_threads(threads) reduction(+ : sink)
     sink += body(n);
-    keep_best(best, ops, t0);
+    const double rate = ops / (now_s() - t0) / 1e9;
+    if (rate > *best) *best = rate;
     return sink;
 }
 

@@ -80,11 +80,11 @@ static void softmax_edge_row(const tsr_rowwise_problem *r, int64_t xo, int64_t y
     for (int64_t j = 0; j < r->d.cols; j++) tsr_store_f(r->y, r->d.y_dtype, yo + j, nan ? NAN : 0.0f);
 }
 
-/* RV vectors of x from element i on, widened to f32, in an order only
- * reductions and lane-wise steps may use: bf16 comes out evens then odds
- * (vf_load_bf16_evens_odds). */
-ALWAYS_INLINE void load_any_order(const void *x, tsr_dtype xt, int64_t i, vf *v) {
-    if (xt == TSR_BF16)
+/* RV vectors of x from element i on, widened to f32. any_order: in an
+ * order only reductions and lane-wise steps may use, bf16 then coming out
+ * evens then odds (vf_load_bf16_evens_odds). */
+ALWAYS_INLINE void load_rv(const void *x, tsr_dtype xt, int64_t i, bool any_order, vf *v) {
+    if (any_order && xt == TSR_BF16)
         for (int u = 0; u < RV; u += 2) vf_load_bf16_evens_odds(x, i + u * VL, &v[u], &v[u + 1]);
     else
         for (int u = 0; u < RV; u++) v[u] = vf_load_dtype(x, xt, i + u * VL);
@@ -105,7 +105,7 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
     for (int u = 0; u < RV; u++) acc[u] = vf_set1(-INFINITY);
     for (int64_t j = 0; j < CV; j += RSTEP) {
         vf v[RV];
-        load_any_order(r->x, xt, xo + j, v);
+        load_rv(r->x, xt, xo + j, true, v);
         for (int u = 0; u < RV; u++) acc[u] = vf_max(acc[u], v[u]);
     }
     for (int64_t j = CV; j < C; j += VL) {
@@ -122,9 +122,7 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
     for (int64_t j = 0; j < CV; j += RSTEP) {
         prefetch_next(nx, j, RSTEP);
         vf v[RV];
-        if (pairs) load_any_order(r->x, xt, xo + j, v);
-        else
-            for (int u = 0; u < RV; u++) v[u] = vf_load_dtype(r->x, xt, xo + j + u * VL);
+        load_rv(r->x, xt, xo + j, pairs, v); /* e keeps x's order: pairs stores it back as it came */
         for (int u = 0; u < RV; u++) {
             const vf ev = exp_unchecked(vf_sub(v[u], mm));
             vf_store(e + j + u * VL, ev);
@@ -201,7 +199,7 @@ ALWAYS_INLINE void norm_row(const tsr_rowwise_problem *r, int64_t row, bool cent
     for (int u = 0; u < RV; u++) s1[u] = s2[u] = vf_zero();
     for (int64_t j = 0; j < CV; j += RSTEP) {
         vf v[RV];
-        load_any_order(r->x, xt, xo + j, v);
+        load_rv(r->x, xt, xo + j, true, v);
         for (int u = 0; u < RV; u++) {
             const vf d = center ? vf_sub(v[u], x0) : v[u];
             if (center) s1[u] = vf_add(s1[u], d);

@@ -132,7 +132,6 @@ static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
 #else
     s->v[KNOB_KC] = 384;
 #endif
-    s->v[KNOB_NC] = 4032;
     /* Skinny M: packing B costs as much memory traffic as the GEMM itself.
      * Row-major B up to 1 MiB (512 x 512) stays in L2 and is read in place
      * faster than packed (Zen 4: 256^3 1.09x, 512^3 1.06x; 1024^3 0.94x). */
@@ -157,7 +156,7 @@ static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
      * reading all of it (128 x 4096 x 4096: 174 -> 151; 512 x 4096 x 4096:
      * 284 -> 272; 512^3 309 -> 296). Zen 4 has not been measured. */
     s->v[KNOB_ROWS_OUTER] = !ctx->cpu_amd && d->m >= 1024;
-    if (s->v[KNOB_ROWS_OUTER]) s->v[KNOB_NC] = 1008;
+    s->v[KNOB_NC] = s->v[KNOB_ROWS_OUTER] ? 1008 : 4032;
 }
 
 static bool blis_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
