@@ -7,11 +7,11 @@
 
 #include "cuda_peak.h"
 
-enum { PEAK_THREADS = 256, MMA_CHAINS = 8, FMA_CHAINS = 8 };
+enum { PEAK_THREADS = 256, FMA_CHAINS = 8 };
 
 /* Independent accumulator chains hide the mma latency; the operands stay in
  * registers, so nothing but the tensor cores is measured. */
-__global__ void __launch_bounds__(PEAK_THREADS) mma_peak(int iters, float *sink) {
+template <int MMA_CHAINS> __global__ void __launch_bounds__(PEAK_THREADS) mma_peak(int iters, float *sink) {
     uint32_t a[4], b[2];
     for (int i = 0; i < 4; i++) a[i] = 0x3c003c00u ^ (threadIdx.x * (i + 1)); /* ~1.0 halves */
     for (int i = 0; i < 2; i++) b[i] = 0x00013c00u ^ (threadIdx.x * (i + 3));
@@ -43,17 +43,24 @@ __global__ void __launch_bounds__(PEAK_THREADS) fma_peak(int iters, float seed, 
 /* Enough resident warps per SM (8 blocks of 8) to fill every sub-partition. */
 static int peak_blocks(int sms) { return sms * 8; }
 
-extern "C" double cuda_peak_mma_flops(int sms, int iters) {
+/* The full rate: 8 blocks of 8 warps per SM, 8 chains each. The GEMM
+ * tile's rate: one block of 8 warps per SM (two warps per sub-partition, as
+ * a 64x64 warp tile's 255 registers allow) with its 32 accumulators. */
+static int mma_chains(int low) { return low ? 32 : 8; }
+static int mma_blocks(int sms, int low) { return low ? sms : peak_blocks(sms); }
+
+extern "C" double cuda_peak_mma_flops(int sms, int iters, int low) {
     /* one m16n8k16 = 16 * 8 * 16 multiply-adds, per warp */
-    return 2.0 * 16 * 8 * 16 * MMA_CHAINS * (double)iters * (PEAK_THREADS / 32) * peak_blocks(sms);
+    return 2.0 * 16 * 8 * 16 * mma_chains(low) * (double)iters * (PEAK_THREADS / 32) * mma_blocks(sms, low);
 }
 
 extern "C" double cuda_peak_fma_flops(int sms, int iters) {
     return 2.0 * FMA_CHAINS * (double)iters * PEAK_THREADS * peak_blocks(sms);
 }
 
-extern "C" int cuda_peak_mma_launch(cudaStream_t s, int sms, int iters, float *sink) {
-    mma_peak<<<peak_blocks(sms), PEAK_THREADS, 0, s>>>(iters, sink);
+extern "C" int cuda_peak_mma_launch(cudaStream_t s, int sms, int iters, int low, float *sink) {
+    if (low) mma_peak<32><<<mma_blocks(sms, 1), PEAK_THREADS, 0, s>>>(iters, sink);
+    else mma_peak<8><<<mma_blocks(sms, 0), PEAK_THREADS, 0, s>>>(iters, sink);
     return cudaGetLastError() == cudaSuccess ? 0 : -1;
 }
 

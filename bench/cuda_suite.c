@@ -169,7 +169,7 @@ static int lt_prepare(gpu_case *c) {
 
 /* ------------------------------------------------- elementwise callers */
 
-enum { KIND_GEMM, EW_COPY, EW_SOFTMAX, EW_LAYERNORM, EW_RMSNORM, EW_BIAS_GELU, PEAK_MMA, PEAK_FMA };
+enum { KIND_GEMM, EW_COPY, EW_SOFTMAX, EW_LAYERNORM, EW_RMSNORM, EW_BIAS_GELU, PEAK_MMA, PEAK_FMA, PEAK_MMA_8W };
 
 static int call_rowwise(gpu_case *c) {
     tsr_rowwise_desc d;
@@ -199,8 +199,8 @@ static int call_copy(gpu_case *c) {
 }
 
 static int call_peak(gpu_case *c) {
-    return c->kind == PEAK_MMA ? cuda_peak_mma_launch(stream, sms, (int)c->rows, sink)
-                               : cuda_peak_fma_launch(stream, sms, (int)c->rows, sink);
+    return c->kind == PEAK_FMA ? cuda_peak_fma_launch(stream, sms, (int)c->rows, sink)
+                               : cuda_peak_mma_launch(stream, sms, (int)c->rows, c->kind == PEAK_MMA_8W, sink);
 }
 
 /* ----------------------------------------------------- timing harness */
@@ -351,9 +351,11 @@ static void add_copy(size_t bytes) {
 static void add_peak(int kind) {
     gpu_case *c = new_case();
     c->kind = kind, c->rows = 4096, c->impl = IMPL_CUBLAS, c->call = call_peak;
-    c->flops = kind == PEAK_MMA ? cuda_peak_mma_flops(sms, 4096) : cuda_peak_fma_flops(sms, 4096);
-    snprintf(c->name, sizeof c->name, "%s", kind == PEAK_MMA ? "peak/f16/mma_sync_m16n8k16/f32acc/registers"
-                                                            : "peak/f32/fma/simt/registers");
+    c->flops = kind == PEAK_FMA ? cuda_peak_fma_flops(sms, 4096) : cuda_peak_mma_flops(sms, 4096, kind == PEAK_MMA_8W);
+    snprintf(c->name, sizeof c->name, "%s",
+             kind == PEAK_MMA   ? "peak/f16/mma_sync_m16n8k16/f32acc/registers"
+             : kind == PEAK_FMA ? "peak/f32/fma/simt/registers"
+                                : "peak/f16/mma_sync_m16n8k16/f32acc/registers_8_warps_per_sm");
     calibrate(c);
 }
 
@@ -380,8 +382,8 @@ static void summary(void) {
             double g = rate(r, nr, cases[i].name, 1);
             if (g > copy) copy = g;
         }
-    printf("\nsummary (cuda): GFLOP/s; peaks measured in this run: mma.sync f16 %.0f, f32 FMA %.0f GFLOP/s; "
-           "d2d copy %.0f GB/s\n", mma, fma, copy);
+    printf("\nsummary (cuda): GFLOP/s; peaks measured in this run: mma.sync f16 %.0f (%.0f at 8 warps per SM), "
+           "f32 FMA %.0f GFLOP/s; d2d copy %.0f GB/s\n", mma, rate(r, nr, cases[2].name, 0), fma, copy);
     printf("%-36s %12s %12s %8s %9s\n", "gemm shape", "tessera", "vendor", "ratio", "% peak");
     for (int i = 0; i < ncases; i++) {
         gpu_case *c = &cases[i];
@@ -449,6 +451,7 @@ int cuda_suite_main(const char *const *sets, int nsets, int quick, int want_summ
     }
     add_peak(PEAK_MMA);
     add_peak(PEAK_FMA);
+    add_peak(PEAK_MMA_8W);
     static const tsr_dtype all[3] = {TSR_F16, TSR_BF16, TSR_F32};
     for (int si = 0; si < nsets; si++) {
         gemm_shape *shapes;

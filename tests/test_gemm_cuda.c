@@ -27,12 +27,15 @@ START_TEST(tensor_core_knobs) {
         {129, 264, 80, 0, 1, 0, TSR_I8, TSR_I32, 1, 1, 2},
         {257, 136, 1000, 0, 1, 0, TSR_I8, TSR_I32, 0.75f, 0.5f, 1},
     };
+    /* TESSERA_TEST_QUICK (the sanitizer runs, 10-100x slower): 2 and 3
+     * stages, where the slot written is nearest the slot read, split 1 and 3 */
+    const int quick = getenv("TESSERA_TEST_QUICK") != NULL;
     int ran = 0;
-    for (int tile = 0; tile < 5; tile++)
-        for (int stages = 2; stages <= 5; stages++)
+    for (int tile = 0; tile < k->knobs[0].num_values; tile++)
+        for (int stages = 2; stages <= (quick ? 3 : 5); stages++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
                 const int splits[] = {1, 3, 8};
-                for (int si = 0; si < 3; si++) {
+                for (int si = 0; si < (quick ? 2 : 3); si++) {
                     tsr_schedule s;
                     memset(&s, 0, sizeof s);
                     s.v[0] = tile, s.v[1] = stages, s.v[2] = splits[si], s.v[3] = (int)(ci % 2 ? 8 : 1);
@@ -40,7 +43,7 @@ START_TEST(tensor_core_knobs) {
                 }
             }
     printf("gemm_cuda: tc: %d kernel runs checked\n", ran);
-    ck_assert_int_gt(ran, 250);
+    ck_assert_int_gt(ran, quick ? 100 : 250);
     tsr_context_destroy(ctx);
     tsr_context_destroy(ref);
 }
@@ -67,6 +70,36 @@ START_TEST(skinny_knobs) {
                         ran += tt_gemm_kernel_check(ctx, ref, k, &c, &s);
                     }
     printf("gemm_cuda: skinny: %d kernel runs checked\n", ran);
+    ck_assert_int_gt(ran, 300);
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+}
+END_TEST
+
+/* The tensor-core skinny kernel: every M to 16 (its rows past M read as
+ * zeros), k tails within a 32-k step and a chunk, N off the 8-column tiles. */
+START_TEST(skinny_tc_knobs) {
+    tsr_context *ctx = tt_cuda_context("gemm_cuda"), *ref = tt_ref_context();
+    if (!ctx) return tsr_context_destroy(ref), (void)0;
+    const tsr_kernel *k = tt_kernel("gemm.sm80.skinny_tc");
+    const int64_t ms[] = {1, 2, 7, 8, 9, 15, 16};
+    const int64_t nks[][2] = {{1, 8}, {7, 200}, {130, 4104}, {67, 1016}};
+    const tsr_dtype dts[] = {TSR_F16, TSR_BF16};
+    int ran = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ni = 0; ni < sizeof nks / sizeof nks[0]; ni++)
+            for (int t = 0; t < 2; t++)
+                for (int tiles = 2; tiles <= 8; tiles *= 2)
+                    for (int split = 1; split <= 16; split *= 4) {
+                        ccase c = {ms[mi], nks[ni][0], nks[ni][1], 0, 1, (int)(mi + ni) % 3, dts[t],
+                                   t == 1 ? TSR_BF16 : (mi % 2 ? TSR_F16 : TSR_F32), 1, mi == 2 ? 0.5f : 0,
+                                   1 + (int64_t)(ni == 1)};
+                        tsr_schedule s;
+                        memset(&s, 0, sizeof s);
+                        s.v[0] = tiles, s.v[1] = split;
+                        ran += tt_gemm_kernel_check(ctx, ref, k, &c, &s);
+                    }
+    printf("gemm_cuda: skinny_tc: %d kernel runs checked\n", ran);
     ck_assert_int_gt(ran, 300);
     tsr_context_destroy(ctx);
     tsr_context_destroy(ref);
@@ -127,8 +160,8 @@ START_TEST(defaults_at_scale) {
         tsr_gemm_desc_init(&p.u.gemm.d);
         p.u.gemm.d.m = x->m, p.u.gemm.d.n = x->n, p.u.gemm.d.k = x->k, p.u.gemm.d.trans_b = (tsr_transpose)x->tb;
         p.u.gemm.d.a_dtype = p.u.gemm.d.b_dtype = x->in, p.u.gemm.d.c_dtype = x->out;
-        const char *names[] = {"gemm.sm80.skinny", "gemm.sm80.tc", "gemm.sm80.sgemm"};
-        for (int ki = 0; ki < 3; ki++) {
+        const char *names[] = {"gemm.sm80.skinny_tc", "gemm.sm80.skinny", "gemm.sm80.tc", "gemm.sm80.sgemm"};
+        for (int ki = 0; ki < 4; ki++) {
             const tsr_kernel *k = tt_kernel(names[ki]);
             tsr_schedule s;
             memset(&s, 0, sizeof s);
@@ -149,6 +182,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, tensor_core_knobs);
     tcase_add_test(tc, skinny_knobs);
+    tcase_add_test(tc, skinny_tc_knobs);
     tcase_add_test(tc, sgemm_and_generic);
     tcase_add_test(tc, defaults_at_scale);
     suite_add_tcase(s, tc);

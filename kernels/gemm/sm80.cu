@@ -102,7 +102,7 @@ __device__ __forceinline__ void emit(const gemm_args &g, int z, int64_t b, int64
 }
 
 /* Sums the k slices in a fixed order (deterministic), then the epilogue. */
-__global__ void splitk_reduce(gemm_args g) {
+__global__ void splitk_reduce(const __grid_constant__ gemm_args g) {
     int64_t total = g.batch * g.M * g.N, slice = total;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
          i += (int64_t)gridDim.x * blockDim.x) {
@@ -160,30 +160,50 @@ template <int W> __device__ __forceinline__ int swz(int row, int c) {
     return c;
 }
 
-/* One operand's tile into shared memory by cp.async: ROWS rows of W 16-byte
- * chunks. KMAJ: a row is one m (or n) index and its chunks step along k;
- * else a row is one k index and its chunks step along m (or n). Chunks past
- * xlim or kend are zero-filled, so edges need no other branch. */
-template <typename T, int ROWS, int W, int THREADS, bool KMAJ>
-__device__ __forceinline__ void tile_async(T *s, const T *g, int64_t ld, int64_t x0, int64_t xlim, int64_t k0,
-                                           int64_t kend, int tid) {
-    constexpr int ES = (int)sizeof(T), EPC = 16 / ES;
-    static_assert(ROWS * W % THREADS == 0, "tile/threads");
-#pragma unroll
-    for (int it = 0; it < ROWS * W / THREADS; it++) {
-        const int i = tid + it * THREADS, r = i / W, c = i % W;
-        int64_t gx, gk, left;
-        bool in;
-        if (KMAJ) gx = x0 + r, gk = k0 + c * EPC, left = kend - gk, in = gx < xlim;
-        else gk = k0 + r, gx = x0 + c * EPC, left = xlim - gx, in = gk < kend;
-        const int bytes = in && left > 0 ? (int)(left >= EPC ? 16 : left * ES) : 0;
-        const T *src = bytes ? (KMAJ ? g + gx * ld + gk : g + gk * ld + gx) : g;
-        tsr_cp_async16(s + r * W * EPC + swz<W>(r, c) * EPC, src, bytes);
-    }
-}
+/* One thread's share of copying an operand's k tiles into shared memory by
+ * cp.async: a tile is ROWS rows of W 16-byte chunks; the thread copies N
+ * chunks of one chunk column, RS rows apart. KMAJ: a row is one m (or n)
+ * index and its chunks step along k; else a row is one k index and its
+ * chunks step along m (or n). Everything but the source pointer and the k
+ * left is fixed when the CTA starts, so a tile costs a few adds per chunk;
+ * chunks past the matrix edge or kend are zero-filled (src-size 0..16). */
+template <typename T, int ROWS, int W, int THREADS, bool KMAJ> struct operand_copy {
+    static constexpr int ES = (int)sizeof(T), EPC = 16 / ES, N = ROWS * W / THREADS, RS = THREADS / W;
+    /* with RS a multiple of 8, every chunk of a thread has the same swizzle */
+    static_assert(THREADS % W == 0 && RS % 8 == 0 && ROWS % RS == 0, "operand_copy: tile/threads");
+    const T *src; /* chunk 0 at the next k tile */
+    uint32_t dst; /* byte offset of chunk 0 in the operand's tile */
+    int other;    /* KMAJ: rows of the matrix left from chunk 0; else its columns left */
+    int kleft;    /* k left from chunk 0 (KMAJ: its first k; else its row's k); tc_supports keeps k < 2^31 */
 
-template <int STAGES_LEFT> __device__ __forceinline__ void wait_stages(int stages) {
-    /* cp.async.wait_group takes an immediate: stages - 2 groups may stay in flight */
+    __device__ __forceinline__ operand_copy(const T *g, int64_t ld, int64_t x0, int64_t xlim, int64_t k0,
+                                            int64_t kend, int tid) {
+        const int r = tid / W, c = tid % W;
+        int64_t x = KMAJ ? x0 + r : x0 + c * EPC, k = KMAJ ? k0 + c * EPC : k0 + r;
+        src = KMAJ ? g + x * ld + k : g + k * ld + x;
+        dst = (uint32_t)((r * W + swz<W>(r, c)) * 16);
+        other = (int)min(xlim - x, (int64_t)INT32_MAX);
+        kleft = (int)(kend - k);
+    }
+    /* issues this thread's chunks of the next k tile into the tile at smem
+     * (a shared-space address); a chunk with nothing to read names any valid
+     * address (base, a kernel parameter: no register) */
+    __device__ __forceinline__ void issue(uint32_t smem, const void *base, int64_t ld) {
+#pragma unroll
+        for (int it = 0; it < N; it++) {
+            const int o = KMAJ ? other - it * RS : kleft - it * RS, left = KMAJ ? kleft : other;
+            const int bytes = o > 0 && left > 0 ? (left >= EPC ? 16 : left * ES) : 0;
+            tsr_cp_async16_s(smem + dst + it * RS * W * 16, bytes ? (const void *)(src + it * RS * ld) : base, bytes);
+        }
+    }
+    __device__ __forceinline__ void next(int64_t ld, int bk) {
+        src += KMAJ ? (int64_t)bk : bk * ld;
+        kleft -= bk;
+    }
+};
+
+/* cp.async.wait_group takes an immediate: stages - 2 groups may stay in flight */
+__device__ __forceinline__ void wait_stages(int stages) {
     switch (stages) {
     case 2: tsr_cp_async_wait<0>(); break;
     case 3: tsr_cp_async_wait<1>(); break;
@@ -192,27 +212,72 @@ template <int STAGES_LEFT> __device__ __forceinline__ void wait_stages(int stage
     }
 }
 
+/* Two accumulators of adjacent columns (col even) to C or the workspace:
+ * one 4- or 8-byte store where both are in C and the address allows. */
+__device__ __forceinline__ void emit_pair(const gemm_args &g, int z, int64_t b, int64_t row, int64_t col,
+                                          float v0, float v1) {
+    if (row >= g.M || col >= g.N) return;
+    const bool two = col + 1 < g.N;
+    if (g.split > 1) {
+        float *p = g.partial + (((int64_t)z * g.batch + b) * g.M + row) * g.N + col;
+        if (two && (g.N & 1) == 0) *(float2 *)p = make_float2(v0, v1);
+        else {
+            p[0] = v0;
+            if (two) p[1] = v1;
+        }
+    } else if (g.beta == 0.0f && g.epi.num_steps == 0) {
+        const int64_t ci = b * g.sc + row * g.ldc + col;
+        const size_t es = g.c_dtype == TSR_F32 ? 4 : 2;
+        char *p = (char *)g.C + ci * (int64_t)es;
+        if (two && ((uintptr_t)p & (2 * es - 1)) == 0) {
+            if (g.c_dtype == TSR_F32) *(float2 *)p = make_float2(g.alpha * v0, g.alpha * v1);
+            else if (g.c_dtype == TSR_F16) *(__half2 *)p = __floats2half2_rn(g.alpha * v0, g.alpha * v1);
+            else *(__nv_bfloat162 *)p = __floats2bfloat162_rn(g.alpha * v0, g.alpha * v1);
+        } else {
+            tsr_dev_store(g.C, g.c_dtype, ci, g.alpha * v0);
+            if (two) tsr_dev_store(g.C, g.c_dtype, ci + 1, g.alpha * v1);
+        }
+    } else {
+        store_out(g, b, row, col, v0);
+        if (two) store_out(g, b, row, col + 1, v1);
+    }
+}
+__device__ __forceinline__ void emit_pair(const gemm_args &g, int z, int64_t b, int64_t row, int64_t col, int v0,
+                                          int v1) {
+    if (row >= g.M || col >= g.N) return;
+    emit(g, z, b, row, col, v0);
+    if (col + 1 < g.N) emit(g, z, b, row, col + 1, v1);
+}
+
 /* One CTA computes a BM x BN tile of C from k tiles of BK elements. AK: A is
  * stored k-contiguous (m x k row-major); else m-contiguous (A^T stored).
  * BKM: B is stored k-contiguous (n x k); else n-contiguous (k x n). T is
  * f16/bf16, or int8 (k-contiguous A and B only: ldmatrix cannot transpose
  * bytes); shared memory moves in 16-byte chunks of EPC elements, and an mma
- * step consumes two chunks of k. */
+ * step consumes two chunks of k.
+ *
+ * The k loop is CUTLASS's multistage order: each warp loads the fragments
+ * of step kk + 1 before the mmas of step kk (two fragment buffers), so the
+ * ldmatrix latency hides behind tensor work; the next k tile's copies are
+ * issued at the first step; the wait for the tile after and the one barrier
+ * per k tile come before the last step, whose fragment load already reads
+ * the next tile. */
 template <typename T, int BM, int BN, int BK, int WM, int WN, bool AK, bool BKM>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
-    tc_gemm(gemm_args g, int stages, int raster) {
+    tc_gemm(const __grid_constant__ gemm_args g, int stages, int raster) {
     typedef typename tsr_mma_op<T>::acc Acc;
-    constexpr int ES = (int)sizeof(T), EPC = 16 / ES, KSTEP = 2 * EPC;
+    constexpr int ES = (int)sizeof(T), EPC = 16 / ES, KSTEP = 2 * EPC, KK = BK / KSTEP;
     static_assert(ES == 2 || (AK && BKM), "int8 tiles need k-contiguous A and B");
+    static_assert(KK >= 2 && KK % 2 == 0, "the k loop alternates two fragment buffers within a k tile");
     constexpr int WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32;
     constexpr int MI = WM / 16, NI = WN / 8;
     constexpr int A_ROWS = AK ? BM : BK, A_W = (AK ? BK : BM) / EPC;
     constexpr int B_ROWS = BKM ? BN : BK, B_W = (BKM ? BK : BN) / EPC;
-    constexpr int A_TILE = BM * BK, B_TILE = BN * BK;
+    constexpr uint32_t A_BYTES = BM * BK * ES, STAGE_BYTES = (BM + BN) * BK * ES;
     static_assert(NI % 2 == 0, "B fragments load in pairs");
 
     extern __shared__ uint4 smem_raw[];
-    T *smem = (T *)smem_raw;
+    const uint32_t smem = tsr_smem_addr(smem_raw);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
@@ -230,15 +295,38 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     const int64_t kend = min(g.K, kbeg + g.k_per_split);
     const int ktiles = kend > kbeg ? (int)((kend - kbeg + BK - 1) / BK) : 0;
 
-    const T *A = (const T *)g.A + b * g.sa;
-    const T *B = (const T *)g.B + b * g.sb;
+    operand_copy<T, A_ROWS, A_W, THREADS, AK> ca((const T *)g.A + b * g.sa, g.lda, m0, g.M, kbeg, kend, tid);
+    operand_copy<T, B_ROWS, B_W, THREADS, BKM> cb((const T *)g.B + b * g.sb, g.ldb, n0, g.N, kbeg, kend, tid);
 
-    /* Each thread's chunks: fixed rows/columns, the k offset moves. */
-    auto load_tile = [&](int slot, int kt) {
-        const int64_t k0 = kbeg + (int64_t)kt * BK;
-        T *sA = smem + slot * (A_TILE + B_TILE), *sB = sA + A_TILE;
-        tile_async<T, A_ROWS, A_W, THREADS, AK>(sA, A, g.lda, m0, g.M, k0, kend, tid);
-        tile_async<T, B_ROWS, B_W, THREADS, BKM>(sB, B, g.ldb, n0, g.N, k0, kend, tid);
+    /* Each lane's ldmatrix rows and chunks within a stage; kk moves the chunk. */
+    const int j8 = lane >> 3, i8 = lane & 7;
+    auto a_frag = [&](uint32_t (&f)[4], uint32_t stage, int mi, int kk) {
+        if (AK) {
+            int row = wm * WM + mi * 16 + (lane & 15), ch = kk * 2 + (lane >> 4);
+            tsr_ldmatrix_x4_s(f, stage + (uint32_t)(row * A_W + swz<A_W>(row, ch)) * 16);
+        } else {
+            int row = kk * 16 + (j8 >> 1) * 8 + i8, ch = (wm * WM + mi * 16 + (j8 & 1) * 8) / 8;
+            tsr_ldmatrix_x4_trans_s(f, stage + (uint32_t)(row * A_W + swz<A_W>(row, ch)) * 16);
+        }
+    };
+    auto b_frags = [&](uint32_t (&f0)[2], uint32_t (&f1)[2], uint32_t stage, int np, int kk) {
+        uint32_t r4[4];
+        stage += A_BYTES;
+        if (BKM) {
+            int row = wn * WN + np * 16 + (j8 >> 1) * 8 + i8, ch = kk * 2 + (j8 & 1);
+            tsr_ldmatrix_x4_s(r4, stage + (uint32_t)(row * B_W + swz<B_W>(row, ch)) * 16);
+        } else {
+            int row = kk * 16 + (j8 & 1) * 8 + i8, ch = (wn * WN + np * 16 + (j8 >> 1) * 8) / 8;
+            tsr_ldmatrix_x4_trans_s(r4, stage + (uint32_t)(row * B_W + swz<B_W>(row, ch)) * 16);
+        }
+        f0[0] = r4[0], f0[1] = r4[1], f1[0] = r4[2], f1[1] = r4[3];
+    };
+    uint32_t af[2][MI][4], bf[2][NI][2];
+    auto load_frags = [&](int buf, uint32_t stage, int kk) {
+#pragma unroll
+        for (int mi = 0; mi < MI; mi++) a_frag(af[buf][mi], stage, mi, kk);
+#pragma unroll
+        for (int np = 0; np < NI / 2; np++) b_frags(bf[buf][2 * np], bf[buf][2 * np + 1], stage, np, kk);
     };
 
     Acc acc[MI][NI][4];
@@ -250,49 +338,43 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
             for (int r = 0; r < 4; r++) acc[i][j][r] = 0;
 
     for (int s = 0; s < stages - 1; s++) {
-        if (s < ktiles) load_tile(s, s);
+        if (s < ktiles) {
+            ca.issue(smem + s * STAGE_BYTES, g.A, g.lda);
+            cb.issue(smem + s * STAGE_BYTES + A_BYTES, g.B, g.ldb);
+        }
+        ca.next(g.lda, BK), cb.next(g.ldb, BK);
         tsr_cp_async_commit();
     }
+    wait_stages(stages);
+    __syncthreads();
 
-    const int j8 = lane >> 3, i8 = lane & 7;
+    int read = 0, write = stages - 1;
+    load_frags(0, smem, 0);
     for (int kt = 0; kt < ktiles; kt++) {
-        wait_stages<0>(stages);
-        __syncthreads(); /* tile kt landed for all; slot (kt-1) % stages is free */
-        int next = kt + stages - 1;
-        if (next < ktiles) load_tile(next % stages, next);
-        tsr_cp_async_commit();
-
-        const T *sA = smem + (kt % stages) * (A_TILE + B_TILE), *sB = sA + A_TILE;
 #pragma unroll
-        for (int kk = 0; kk < BK / KSTEP; kk++) {
-            uint32_t af[MI][4], bf[NI][2];
-#pragma unroll
-            for (int mi = 0; mi < MI; mi++) {
-                if (AK) {
-                    int row = wm * WM + mi * 16 + (lane & 15), ch = kk * 2 + (lane >> 4);
-                    tsr_ldmatrix_x4(af[mi], sA + row * A_W * EPC + swz<A_W>(row, ch) * EPC);
-                } else {
-                    int row = kk * 16 + (j8 >> 1) * 8 + i8, ch = (wm * WM + mi * 16 + (j8 & 1) * 8) / 8;
-                    tsr_ldmatrix_x4_trans(af[mi], sA + row * A_W * EPC + swz<A_W>(row, ch) * EPC);
+        for (int kk = 0; kk < KK; kk++) {
+            /* fragments of the next step: this tile's, or at the last step
+             * the next tile's (its stage landed at the barrier below) */
+            load_frags((kk + 1) % 2, smem + read * STAGE_BYTES, (kk + 1) % KK);
+            if (kk == 0) {
+                /* into the stage every warp finished reading before the last barrier */
+                if (kt + stages - 1 < ktiles) {
+                    ca.issue(smem + write * STAGE_BYTES, g.A, g.lda);
+                    cb.issue(smem + write * STAGE_BYTES + A_BYTES, g.B, g.ldb);
                 }
-            }
-#pragma unroll
-            for (int np = 0; np < NI / 2; np++) {
-                uint32_t r4[4];
-                if (BKM) {
-                    int row = wn * WN + np * 16 + (j8 >> 1) * 8 + i8, ch = kk * 2 + (j8 & 1);
-                    tsr_ldmatrix_x4(r4, sB + row * B_W * EPC + swz<B_W>(row, ch) * EPC);
-                } else {
-                    int row = kk * 16 + (j8 & 1) * 8 + i8, ch = (wn * WN + np * 16 + (j8 >> 1) * 8) / 8;
-                    tsr_ldmatrix_x4_trans(r4, sB + row * B_W * EPC + swz<B_W>(row, ch) * EPC);
-                }
-                bf[2 * np][0] = r4[0], bf[2 * np][1] = r4[1];
-                bf[2 * np + 1][0] = r4[2], bf[2 * np + 1][1] = r4[3];
+                ca.next(g.lda, BK), cb.next(g.ldb, BK);
+                write = write + 1 == stages ? 0 : write + 1;
             }
 #pragma unroll
             for (int mi = 0; mi < MI; mi++)
 #pragma unroll
-                for (int ni = 0; ni < NI; ni++) tsr_mma_op<T>::run(acc[mi][ni], af[mi], bf[ni]);
+                for (int ni = 0; ni < NI; ni++) tsr_mma_op<T>::run(acc[mi][ni], af[kk % 2][mi], bf[kk % 2][ni]);
+            if (kk == KK - 2) {
+                tsr_cp_async_commit();
+                wait_stages(stages);
+                __syncthreads();
+                read = read + 1 == stages ? 0 : read + 1;
+            }
         }
     }
     tsr_cp_async_wait<0>();
@@ -302,10 +384,10 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 #pragma unroll
         for (int ni = 0; ni < NI; ni++)
 #pragma unroll
-            for (int r = 0; r < 4; r++) {
-                int64_t row = m0 + wm * WM + mi * 16 + (lane >> 2) + 8 * (r >> 1);
-                int64_t col = n0 + wn * WN + ni * 8 + (lane & 3) * 2 + (r & 1);
-                if (row < g.M && col < g.N) emit(g, z, b, row, col, acc[mi][ni][r]);
+            for (int h = 0; h < 2; h++) {
+                int64_t row = m0 + wm * WM + mi * 16 + (lane >> 2) + 8 * h;
+                int64_t col = n0 + wn * WN + ni * 8 + (lane & 3) * 2;
+                emit_pair(g, z, b, row, col, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
             }
 }
 
@@ -319,12 +401,14 @@ static const tc_config tc_configs[] = {
     {256, 128, 32, 64, 64}, /* 2: 8 warps, large M */
     {64, 128, 64, 32, 64},  /* 3: 4 warps, medium shapes */
     {64, 64, 64, 32, 32},   /* 4: 4 warps, small shapes and split-k */
+    {128, 256, 64, 64, 64}, /* 5: 1 with half the barriers per k */
+    {256, 128, 64, 64, 64}, /* 6: 2 likewise */
 };
-#define TC_CONFIGS 5
+#define TC_CONFIGS 7
 /* int8: the same tiles in bytes, so twice the k elements per tile */
 static const tc_config tc_i8_configs[TC_CONFIGS] = {
-    {128, 128, 64, 64, 64}, {128, 256, 64, 64, 64}, {256, 128, 64, 64, 64},
-    {64, 128, 128, 32, 64}, {64, 64, 128, 32, 32},
+    {128, 128, 64, 64, 64}, {128, 256, 64, 64, 64}, {256, 128, 64, 64, 64},  {64, 128, 128, 32, 64},
+    {64, 64, 128, 32, 32},  {128, 256, 128, 64, 64}, {256, 128, 128, 64, 64},
 };
 
 static const tc_config *tc_config_of(tsr_dtype t, int cfg) {
@@ -351,7 +435,9 @@ template <typename T> static tc_fn tc_pick(int cfg, bool ak, bool bkm) {
     case 1: return tc_pick_layout<T, 128, 256, 32, 64, 64>(ak, bkm);
     case 2: return tc_pick_layout<T, 256, 128, 32, 64, 64>(ak, bkm);
     case 3: return tc_pick_layout<T, 64, 128, 64, 32, 64>(ak, bkm);
-    default: return tc_pick_layout<T, 64, 64, 64, 32, 32>(ak, bkm);
+    case 4: return tc_pick_layout<T, 64, 64, 64, 32, 32>(ak, bkm);
+    case 5: return tc_pick_layout<T, 128, 256, 64, 64, 64>(ak, bkm);
+    default: return tc_pick_layout<T, 256, 128, 64, 64, 64>(ak, bkm);
     }
 }
 
@@ -361,16 +447,18 @@ static tc_fn tc_pick_i8(int cfg) {
     case 1: return tc_gemm<int8_t, 128, 256, 64, 64, 64, true, true>;
     case 2: return tc_gemm<int8_t, 256, 128, 64, 64, 64, true, true>;
     case 3: return tc_gemm<int8_t, 64, 128, 128, 32, 64, true, true>;
-    default: return tc_gemm<int8_t, 64, 64, 128, 32, 32, true, true>;
+    case 4: return tc_gemm<int8_t, 64, 64, 128, 32, 32, true, true>;
+    case 5: return tc_gemm<int8_t, 128, 256, 128, 64, 64, true, true>;
+    default: return tc_gemm<int8_t, 256, 128, 128, 64, 64, true, true>;
     }
 }
 
-static const int tc_tile_values[] = {0, 1, 2, 3, 4};
+static const int tc_tile_values[] = {0, 1, 2, 3, 4, 5, 6};
 static const int tc_stage_values[] = {2, 3, 4, 5};
 static const int tc_split_values[] = {1, 2, 3, 4, 6, 8, 12, 16};
 static const int tc_raster_values[] = {1, 4, 8, 16};
 static const tsr_knob tc_knobs[] = {
-    {"tile", 5, tc_tile_values},
+    {"tile", TC_CONFIGS, tc_tile_values},
     {"stages", 4, tc_stage_values},
     {"split_k", 8, tc_split_values},
     {"raster", 4, tc_raster_values},
@@ -382,6 +470,8 @@ static bool tc_supports(const tsr_problem *p, const tsr_context *ctx, char *why,
     const tsr_gemm_desc *d = &g->d;
     if (ctx->backend != TSR_BACKEND_CUDA)
         return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.tc runs on cuda"), false;
+    if (d->k > INT32_MAX - 256) /* the copies count k left in 32 bits */
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.tc: k > 2^31 - 257"), false;
     if (d->a_dtype == TSR_I8) {
         /* m16n8k32 on bytes: k-contiguous A and B (x W^T), i32 out, no epilogue */
         if (d->b_dtype != TSR_I8 || d->c_dtype != TSR_I32 || d->trans_a == TSR_TRANS ||
@@ -414,9 +504,10 @@ static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 static void tc_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
     int sms = tsr_cuda(ctx)->sm_count;
-    /* The largest tile that still gives every SM a CTA; else the smallest
-     * tile with k split until the SMs are busy. */
-    const int order[] = {d->n >= d->m ? 1 : 2, 0, 3, 4};
+    /* The largest tile that still gives every SM a CTA (the large ones with
+     * k tiles of 64 and 3 stages, as CUTLASS's sm80 default); else the
+     * smallest tile with k split until the SMs are busy. */
+    const int order[] = {d->n >= d->m ? 5 : 6, 0, 3, 4};
     int cfg = 4, split = 1;
     for (int i = 0; i < 4; i++) {
         const tc_config *c = &tc_configs[order[i]];
@@ -506,7 +597,7 @@ template <typename T> __device__ __forceinline__ void unpack16(const uint4 &v, f
 }
 
 template <typename T, int MT, int NW>
-__global__ void __launch_bounds__(128) skinny_nt(gemm_args g) {
+__global__ void __launch_bounds__(128) skinny_nt(const __grid_constant__ gemm_args g) {
     constexpr int VE = vec16<T>::n;
     const int lane = threadIdx.x & 31;
     const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
@@ -643,13 +734,153 @@ extern "C" const tsr_kernel tsr_gemm_sm80_skinny = {
     sk_default, NULL, sk_run,
 };
 
+/* ------------------------------------------------- skinny tensor cores */
+
+/* M <= 16 on tensor cores (decode and small batches, f16/bf16): the 16 rows
+ * of an m16n8k16 step are the rows of A (zeros past M), its 8 columns are 8
+ * rows of W. A dot product may sum its k in any order, so each lane loads 16
+ * contiguous bytes (k 8t .. 8t+7, t = lane % 4) of its rows of A and of W,
+ * and those fill the fragments of two mma steps, as if k were permuted the
+ * same way in both operands: no shared memory and no shuffles in the k loop,
+ * and W moves in 64-byte runs per row. Each warp owns NT tiles of 8
+ * columns; the CTA's four warps take every fourth 32-k step of its k range
+ * and add up through shared memory at the end. */
+template <typename T> __device__ __forceinline__ uint4 load16_upto(const T *p, int64_t left) {
+    if (left >= 8) return __ldg((const uint4 *)p);
+    union {
+        uint4 v;
+        T e[8];
+    } u;
+    u.v = make_uint4(0, 0, 0, 0);
+    for (int i = 0; i < 8 && i < left; i++) u.e[i] = p[i];
+    return u.v;
+}
+
+template <typename T, int NT>
+__global__ void __launch_bounds__(128) skinny_mma(const __grid_constant__ gemm_args g) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, t = lane & 3, gq = lane >> 2;
+    const int64_t n0 = (int64_t)blockIdx.x * 8 * NT;
+    const int z = blockIdx.z % g.split;
+    const int64_t b = blockIdx.z / g.split;
+    const int64_t kbeg = z * g.k_per_split, kend = min(g.K, kbeg + g.k_per_split);
+    const T *A = (const T *)g.A + b * g.sa, *B = (const T *)g.B + b * g.sb;
+    /* rows of A past M read as zeros; columns past N repeat the last (not stored) */
+    const int64_t lo_left = gq < g.M ? kend : 0, hi_left = gq + 8 < g.M ? kend : 0;
+    const T *a_lo = A + min((int64_t)gq, g.M - 1) * g.lda, *a_hi = A + min((int64_t)gq + 8, g.M - 1) * g.lda;
+    const T *w[NT];
+#pragma unroll
+    for (int j = 0; j < NT; j++) w[j] = B + min(n0 + 8 * j + gq, g.N - 1) * g.ldb;
+
+    float acc[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.0f;
+
+    /* two 32-k steps a round, their loads first */
+    for (int64_t s0 = kbeg + warp * 32; s0 < kend; s0 += 2 * 128) {
+        uint4 al[2], ah[2], bv[2][NT];
+#pragma unroll
+        for (int u = 0; u < 2; u++) {
+            const int64_t k = s0 + u * 128 + 8 * t;
+            al[u] = load16_upto(a_lo + k, lo_left - k);
+            ah[u] = load16_upto(a_hi + k, hi_left - k);
+#pragma unroll
+            for (int j = 0; j < NT; j++) bv[u][j] = load16_upto(w[j] + k, kend - k);
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++)
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                const uint32_t f0[4] = {al[u].x, ah[u].x, al[u].y, ah[u].y}, b0[2] = {bv[u][j].x, bv[u][j].y};
+                const uint32_t f1[4] = {al[u].z, ah[u].z, al[u].w, ah[u].w}, b1[2] = {bv[u][j].z, bv[u][j].w};
+                tsr_mma_op<T>::run(acc[j], f0, b0);
+                tsr_mma_op<T>::run(acc[j], f1, b1);
+            }
+    }
+
+    __shared__ float part[3][NT * 4][32];
+    if (warp)
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int r = 0; r < 4; r++) part[warp - 1][j * 4 + r][lane] = acc[j][r];
+    __syncthreads();
+    if (warp) return;
+#pragma unroll
+    for (int j = 0; j < NT; j++) {
+#pragma unroll
+        for (int r = 0; r < 4; r++) acc[j][r] += part[0][j * 4 + r][lane] + part[1][j * 4 + r][lane] + part[2][j * 4 + r][lane];
+        const int64_t col = n0 + 8 * j + 2 * t;
+        emit_pair(g, z, b, gq, col, acc[j][0], acc[j][1]);
+        emit_pair(g, z, b, gq + 8, col, acc[j][2], acc[j][3]);
+    }
+}
+
+static const int skt_tiles_values[] = {2, 4, 8};
+static const int skt_split_values[] = {1, 2, 4, 8, 16};
+static const tsr_knob skt_knobs[] = {
+    {"n_tiles", 3, skt_tiles_values},
+    {"split_k", 5, skt_split_values},
+};
+
+static bool skt_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    const tsr_gemm_desc *d = &g->d;
+    if (ctx->backend != TSR_BACKEND_CUDA)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.skinny_tc runs on cuda"), false;
+    if ((d->a_dtype != TSR_F16 && d->a_dtype != TSR_BF16) || d->b_dtype != d->a_dtype ||
+        !tsr_is_float_dtype(d->c_dtype))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.skinny_tc takes f16/bf16 inputs"), false;
+    if (d->m > 16 || d->trans_a == TSR_TRANS || d->trans_b != TSR_TRANS)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                       "gemm.sm80.skinny_tc: M <= 16 with A and B both k-contiguous"), false;
+    if (!aligned16(g->a) || !aligned16(g->b) || d->lda % 8 || d->ldb % 8 ||
+        (d->batch > 1 && (d->stride_a % 8 || d->stride_b % 8)) || d->batch > 65535 / 16)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
+                       "gemm.sm80.skinny_tc needs 16-byte aligned rows and batch <= 4095"), false;
+    return true;
+}
+
+static void skt_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    int sms = tsr_cuda(ctx)->sm_count;
+    s->v[0] = 4;
+    /* enough warps streaming W to cover memory latency: ~16 per SM, each
+     * slice still several rounds of 8 steps long */
+    int64_t warps = ceil_div(d->n, 8 * 4) * 4 * d->batch;
+    int split = 1;
+    while (split < 16 && warps * split < (int64_t)sms * 16 && d->k / (split * 2) >= 1024) split *= 2;
+    s->v[1] = split;
+}
+
+static tsr_status skt_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
+    const tsr_gemm_problem *g = &p->u.gemm;
+    tsr_status st = tsr_cuda_enter(ctx);
+    if (st) return st;
+    gemm_args a = args_for(g);
+    int nt = s->v[0] == 2 || s->v[0] == 8 ? s->v[0] : 4;
+    st = splitk_prepare(ctx, &a, s->v[1], 256);
+    if (st) return st;
+    bool h = g->d.a_dtype == TSR_F16;
+    void (*fn)(gemm_args) = nt == 2 ? (h ? skinny_mma<__half, 2> : skinny_mma<__nv_bfloat16, 2>)
+                            : nt == 8 ? (h ? skinny_mma<__half, 8> : skinny_mma<__nv_bfloat16, 8>)
+                                      : (h ? skinny_mma<__half, 4> : skinny_mma<__nv_bfloat16, 4>);
+    dim3 grid((unsigned)ceil_div(a.N, 8 * nt), 1, (unsigned)(a.batch * a.split));
+    fn<<<grid, 128, 0, tsr_cuda_stream(ctx)>>>(a);
+    return finish_launch(ctx, &a, "gemm.sm80.skinny_tc");
+}
+
+extern "C" const tsr_kernel tsr_gemm_sm80_skinny_tc = {
+    "gemm.sm80.skinny_tc", TSR_OP_GEMM, TSR_BACKEND_CUDA, "sm80", skt_supports, 2, skt_knobs,
+    skt_default, NULL, skt_run,
+};
+
 /* ---------------------------------------------------------- f32 SGEMM */
 
 /* 128 x 128 tile, k steps of 8, 256 threads each computing 8 x 8 as four
  * 4 x 4 blocks 64 apart (so the shared-memory float4 reads of a warp do not
  * conflict). Shared tiles hold A^T and B k-major-by-row: As[k][m], Bs[k][n];
  * the next k tile is loaded into registers while this one is computed. */
-template <bool AK, bool BKM> __global__ void __launch_bounds__(256) sgemm_128(gemm_args g) {
+template <bool AK, bool BKM> __global__ void __launch_bounds__(256) sgemm_128(const __grid_constant__ gemm_args g) {
     __shared__ __align__(16) float As[2][8][128];
     __shared__ __align__(16) float Bs[2][8][128];
     const int tid = threadIdx.x, tx = tid & 15, ty = tid >> 4;
@@ -775,7 +1006,7 @@ extern "C" const tsr_kernel tsr_gemm_sm80_sgemm = {
 
 /* ------------------------------------------------------------- generic */
 
-__global__ void generic_gemm(gemm_args g, tsr_dtype bt) {
+__global__ void generic_gemm(const __grid_constant__ gemm_args g, tsr_dtype bt) {
     int64_t total = g.batch * g.M * g.N;
     for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;
          idx += (int64_t)gridDim.x * blockDim.x) {
