@@ -38,17 +38,6 @@ static float want_unary(tsr_unary_op op, float xf) {
     }
 }
 
-/* Distance in representable floats; 0 for NaN vs NaN, huge for a NaN or
- * infinity mismatch. */
-static int64_t ulps(float a, float b) {
-    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : INT64_MAX;
-    if (isinf(a) || isinf(b)) return a == b ? 0 : INT64_MAX;
-    int32_t ia, ib;
-    memcpy(&ia, &a, 4), memcpy(&ib, &b, 4);
-    int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia, ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
-    return oa > ob ? oa - ob : ob - oa;
-}
-
 static int fill_range(float *x) {
     int n = 0;
     for (uint64_t bits = 0; bits < (1ull << 32); bits += 61681) { /* ~69600 patterns, both signs */
@@ -105,7 +94,7 @@ static void check_unary(const tsr_kernel *k, tsr_context *ctx, tsr_unary_op op, 
     int at = 0;
     for (int i = 0; i < n; i++) {
         const float want = max_ulp ? want_unary(op, x[i]) : tsr_unary_ref(op, x[i]);
-        int64_t u = ulps(y[i], want);
+        int64_t u = tt_ulps(y[i], want);
         if (!max_ulp && !(y[i] == want || (isnan(y[i]) && isnan(want)))) u = INT64_MAX;
         if (u > worst) worst = u, at = i;
     }

@@ -319,6 +319,73 @@ out:
 }
 END_TEST
 
+/* The epilogue's activations against the reference's, on pre-activation
+ * values the GEMM forms exactly (k = 1: v times 1, v = i/16 for |i| <= 255,
+ * exact in bf16 too), so the activation alone is measured: within the ulps
+ * x86_chain.h lists for the same functions, tails for x < 0 included
+ * (where 0.5 x (1 + erf(x / sqrt 2)) loses every digit from x = -6 on).
+ * The values run down the rows of A (the packed path) and along B (the
+ * few-rows paths). */
+START_TEST(activation_tails) {
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    const tsr_activation acts[] = {TSR_ACT_SIGMOID, TSR_ACT_SILU, TSR_ACT_TANH, TSR_ACT_GELU_ERF, TSR_ACT_GELU_TANH};
+    const int64_t max_ulp[] = {3, 3, 2, 6, 4}; /* tanh: the kernel's 1 and the reference's tanhf */
+    enum { NV = 511, OTHER = 19 };
+    int ran = 0;
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const tsr_kernel *k = tsr_registry_find(kernels[ki].name);
+        const tsr_dtype in = kernels[ki].only_in;
+        for (int along_b = 0; along_b < 2; along_b++) {
+            tsr_gemm_desc d;
+            tsr_gemm_desc_init(&d);
+            d.m = along_b ? 9 : NV, d.n = along_b ? NV : OTHER, d.k = 1;
+            d.a_dtype = d.b_dtype = in, d.c_dtype = TSR_F32;
+            d.lda = 1, d.ldb = d.n, d.ldc = d.n;
+            void *a = malloc((size_t)d.m * 4), *b = malloc((size_t)d.n * 4);
+            float *c = malloc(sizeof(float) * (size_t)(d.m * d.n));
+            for (int64_t i = 0; i < d.m; i++) tsr_store_f(a, in, i, along_b ? 1.0f : (float)(i - NV / 2) / 16);
+            for (int64_t j = 0; j < d.n; j++) tsr_store_f(b, in, j, along_b ? (float)(j - NV / 2) / 16 : 1.0f);
+            tsr_problem p;
+            memset(&p, 0, sizeof p);
+            p.op = TSR_OP_GEMM;
+            p.u.gemm.a = a, p.u.gemm.b = b, p.u.gemm.c = c;
+            char why[128];
+            p.u.gemm.d = d;
+            if (!k->supports(&p, ctx, why, sizeof why)) {
+                printf("SKIP gemm_x86: activation_tails: %s: %s\n", k->name, why);
+                free(a), free(b), free(c);
+                break;
+            }
+            for (size_t ai = 0; ai < sizeof acts / sizeof acts[0]; ai++) {
+                p.u.gemm.d.epilogue.num_steps = 1;
+                p.u.gemm.d.epilogue.steps[0] = tsr_epilogue_activation(acts[ai]);
+                tsr_schedule s;
+                memset(&s, 0, sizeof s);
+                k->default_schedule(&p, ctx, &s);
+                ck_assert_msg(k->run(ctx, &p, &s) == TSR_OK, "%s", tsr_last_error());
+                int64_t worst = 0;
+                float at = 0;
+                for (int64_t i = 0; i < d.m; i++)
+                    for (int64_t j = 0; j < d.n; j++) {
+                        const float v = (float)((along_b ? j : i) - NV / 2) / 16;
+                        const int64_t u = tt_ulps(c[i * d.n + j], tsr_activation_ref(acts[ai], v));
+                        if (u > worst) worst = u, at = v;
+                    }
+                ck_assert_msg(worst <= max_ulp[ai], "%s activation %d along %s: %lld ulp at x = %g (bound %lld)",
+                              k->name, (int)acts[ai], along_b ? "B" : "A", (long long)worst, (double)at,
+                              (long long)max_ulp[ai]);
+                ran++;
+            }
+            free(a), free(b), free(c);
+        }
+    }
+    printf("gemm_x86: activation_tails: %d kernel runs checked\n", ran);
+    ck_assert_int_ge(ran, 10); /* the AVX2 kernel runs on every x86-64 CPU this suite builds for */
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("gemm_x86");
     TCase *tc = tcase_create("x86");
@@ -326,6 +393,7 @@ int main(void) {
     tcase_add_test(tc, blocks_schedules_threads);
     tcase_add_test(tc, inplace_residual);
     tcase_add_test(tc, vnni_int8);
+    tcase_add_test(tc, activation_tails);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -189,6 +189,15 @@ int64_t tt_compare(const char *what, const void *got, const void *want, tsr_dtyp
     return bad;
 }
 
+int64_t tt_ulps(float a, float b) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b) ? 0 : INT64_MAX;
+    if (isinf(a) || isinf(b)) return a == b ? 0 : INT64_MAX;
+    int32_t ia, ib;
+    memcpy(&ia, &a, 4), memcpy(&ib, &b, 4);
+    int64_t oa = ia < 0 ? (int64_t)INT32_MIN - ia : ia, ob = ib < 0 ? (int64_t)INT32_MIN - ib : ib;
+    return oa > ob ? oa - ob : ob - oa;
+}
+
 double tt_rtol(tsr_dtype out, int64_t k) {
     double kk = k > 1 ? (double)k : 1.0;
     switch (out) {

@@ -59,6 +59,9 @@ int64_t tt_compare(const char *what, const void *got, const void *want, tsr_dtyp
 /* Relative tolerance for a dot product of length k accumulated in f32 (or
  * exact for ints), with outputs rounded to dtype. */
 double tt_rtol(tsr_dtype out, int64_t k);
+/* Distance in representable floats; 0 for NaN vs NaN, huge for a NaN or
+ * infinity mismatch. */
+int64_t tt_ulps(float a, float b);
 
 /* Reads a value of any dtype as double. */
 double tt_get(const void *x, tsr_dtype t, int64_t i);

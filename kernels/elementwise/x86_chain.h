@@ -34,35 +34,13 @@
 #define BLOCK 4096
 #define PREFETCH_BYTES 2048
 
-#include "../../arch/x86_avx512/vexp.h"
-#include "../../arch/x86_avx512/verf.h"
+#include "../../arch/x86_avx512/vact.h"
 
 #if VL == 16
 #define vf_sqrt(x) _mm512_sqrt_ps(x)
 #else
 #define vf_sqrt(x) _mm256_sqrt_ps(x)
 #endif
-
-/* 1 / (1 + exp(-x)) as written for x >= -87 (exp(-x) <= e^87 is finite:
- * one exp and no select of an exp(-|x|) form); below, the result is e^x
- * itself (1 + e^x == 1), denormal from -87.3 on and rounded once there. */
-static inline vf sigmoid_full(vf x) {
-    const vf r = vf_div(vf_set1(1.0f), vf_add(vf_set1(1.0f), exp_unchecked(vf_mul(x, vf_set1(-1.0f)))));
-    const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
-    return vf_any(tail) ? vf_select(tail, r, exp_full(x)) : r;
-}
-
-/* x / (1 + exp(-x)) as written for x >= -87. Below, the result is
- * denormal and x e^x would be rounded twice: those lanes form x e^x at
- * 2^64 scale, so the result is rounded once (1 + e^x == 1 there). -inf
- * gives NaN (-inf * 0), as the definition does. */
-static inline vf silu_full(vf x) {
-    const vf r = vf_div(x, vf_add(vf_set1(1.0f), exp_unchecked(vf_mul(x, vf_set1(-1.0f)))));
-    const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
-    if (!vf_any(tail)) return r;
-    const vf low = vf_mul(vf_mul(x, exp_scaled(x, 64.0f)), vf_set1(0x1p-64f));
-    return vf_select(tail, r, low);
-}
 
 /* op applied lane by lane with the reference's definition. */
 static inline vf lanes_unary(tsr_unary_op op, vf x) {

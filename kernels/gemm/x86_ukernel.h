@@ -13,6 +13,7 @@
 #define TSR_X86_UKERNEL_H
 
 #include "../../arch/x86_avx2/prefetch.h"
+#include "../../arch/x86_avx512/vact.h"
 #include "internal.h"
 
 /* How many rows ahead in-place B is fetched, into L1 and into L2. The
