@@ -50,7 +50,7 @@ __device__ __forceinline__ float mask_at(const attn_args &a, int64_t idx) {
 }
 
 template <typename T, int NC>
-__global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 4) attn_rowwise(attn_args a) {
+__global__ void __launch_bounds__(WARPS_PER_BLOCK * 32, 4) attn_rowwise(const __grid_constant__ attn_args a) {
     const int lane = threadIdx.x & 31;
     const int64_t rows = a.B * a.Hq * a.Sq, D = a.D;
     const int64_t nwarps = (int64_t)gridDim.x * WARPS_PER_BLOCK;

@@ -41,7 +41,7 @@ __device__ __forceinline__ int64_t filter_base(const conv_args &a, int64_t k, in
 }
 
 template <typename T>
-__global__ void __launch_bounds__(256, 4) conv_direct(conv_args a) {
+__global__ void __launch_bounds__(256, 4) conv_direct(const __grid_constant__ conv_args a) {
     const T *x = (const T *)a.x, *w = (const T *)a.w;
     const int64_t total = a.N * a.K * a.P * a.Q;
     for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < total;

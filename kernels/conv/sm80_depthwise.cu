@@ -29,7 +29,7 @@ __device__ __noinline__ void dw_store_epi(const dw_args &a, int64_t yi, int k, f
     tsr_dev_store(a.y, a.y_dtype, yi, tsr_dev_epilogue(a.epi, v, k, 0, 0, yi));
 }
 
-template <typename T> __global__ void __launch_bounds__(256) dw_conv(dw_args a) {
+template <typename T> __global__ void __launch_bounds__(256) dw_conv(const __grid_constant__ dw_args a) {
     const T *x = (const T *)a.x, *w = (const T *)a.w;
     for (int64_t idx = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; idx < a.total;
          idx += (int64_t)gridDim.x * blockDim.x) {

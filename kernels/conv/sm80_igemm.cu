@@ -93,7 +93,7 @@ __device__ __forceinline__ ig_pix ig_pixel(const ig_args &a, int64_t m) {
 __device__ __forceinline__ int ig_swz(int r, int c) { return c ^ ((r >> 1) & 3); }
 
 template <typename T, int BM, int BN, int WM, int WN>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) ig_tc(ig_args a, int stages) {
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32) ig_tc(const __grid_constant__ ig_args a, int stages) {
     constexpr int BK = 32, CPR = BK / 8; /* k elements per tile, 16-byte chunks per row */
     constexpr int WARPS_N = BN / WN, THREADS = (BM / WM) * WARPS_N * 32;
     constexpr int MI = WM / 16, NI = WN / 8;
@@ -321,7 +321,7 @@ extern "C" const tsr_kernel tsr_conv2d_sm80_igemm_tc = {
  * alignment), consecutive threads along k, which within a tap is along the
  * contiguous channels; shared tiles are k-major so that the compute reads
  * float4s. The next k tile is fetched into registers during the compute. */
-template <typename T> __global__ void __launch_bounds__(256) ig_simt(ig_args a) {
+template <typename T> __global__ void __launch_bounds__(256) ig_simt(const __grid_constant__ ig_args a) {
     constexpr int BM = 64, BN = 64, BK = 16, PAD = 4;
     __shared__ __align__(16) float As[2][BK][BM + PAD];
     __shared__ __align__(16) float Bs[2][BK][BN + PAD];
