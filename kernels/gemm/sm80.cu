@@ -153,12 +153,10 @@ static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
 /* Physical 16-byte chunk of logical chunk c in a row of W chunks: an XOR
  * swizzle so that the 8 rows one ldmatrix phase reads, and the rows
  * cp.async writes, fall in 8 different bank groups. */
-template <int W> __device__ __forceinline__ int swz(int row, int c) {
-    if (W >= 8) return c ^ (row & 7);
-    if (W == 4) return c ^ ((row >> 1) & 3);
-    if (W == 2) return c ^ ((row >> 2) & 1);
-    return c;
+template <int W> __device__ __forceinline__ int swz_key(int row) {
+    return W >= 8 ? row & 7 : W == 4 ? (row >> 1) & 3 : W == 2 ? (row >> 2) & 1 : 0;
 }
+template <int W> __device__ __forceinline__ int swz(int row, int c) { return c ^ swz_key<W>(row); }
 
 /* One thread's share of copying an operand's k tiles into shared memory by
  * cp.async: a tile is ROWS rows of W 16-byte chunks; the thread copies N
@@ -298,27 +296,30 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     operand_copy<T, A_ROWS, A_W, THREADS, AK> ca((const T *)g.A + b * g.sa, g.lda, m0, g.M, kbeg, kend, tid);
     operand_copy<T, B_ROWS, B_W, THREADS, BKM> cb((const T *)g.B + b * g.sb, g.ldb, n0, g.N, kbeg, kend, tid);
 
-    /* Each lane's ldmatrix rows and chunks within a stage; kk moves the chunk. */
+    /* ldmatrix addresses. A lane reads row r, chunk c of a stage at byte
+     * (r W + (c ^ key(r))) 16. Along the step that moves r by multiples of
+     * 16 the key stays; along the other, c moves by 2 (or by a multiple of
+     * 2 within bits that the lane's part of c leaves free), so c ^ key =
+     * (lane part ^ key) ^ (2 step): each operand stream is one base and one
+     * XOR term per lane, and an address one add and one XOR from them
+     * (kernel and former address formulas checked equal for every tile,
+     * layout, warp, lane and step). */
     const int j8 = lane >> 3, i8 = lane & 7;
+    const uint32_t a_base = AK ? (uint32_t)((wm * WM + (lane & 15)) * A_W * 16) : (uint32_t)(((j8 >> 1) * 8 + i8) * A_W * 16);
+    const uint32_t a_x = AK ? (uint32_t)(((lane >> 4) ^ swz_key<A_W>(lane & 15)) * 16)
+                            : (uint32_t)(((wm * WM / 8 + (j8 & 1)) ^ swz_key<A_W>((j8 >> 1) * 8 + i8)) * 16);
+    const uint32_t b_base = A_BYTES + (BKM ? (uint32_t)((wn * WN + (j8 >> 1) * 8 + i8) * B_W * 16)
+                                           : (uint32_t)(((j8 & 1) * 8 + i8) * B_W * 16));
+    const uint32_t b_x = BKM ? (uint32_t)(((j8 & 1) ^ swz_key<B_W>((j8 >> 1) * 8 + i8)) * 16)
+                             : (uint32_t)(((wn * WN / 8 + (j8 >> 1)) ^ swz_key<B_W>((j8 & 1) * 8 + i8)) * 16);
     auto a_frag = [&](uint32_t (&f)[4], uint32_t stage, int mi, int kk) {
-        if (AK) {
-            int row = wm * WM + mi * 16 + (lane & 15), ch = kk * 2 + (lane >> 4);
-            tsr_ldmatrix_x4_s(f, stage + (uint32_t)(row * A_W + swz<A_W>(row, ch)) * 16);
-        } else {
-            int row = kk * 16 + (j8 >> 1) * 8 + i8, ch = (wm * WM + mi * 16 + (j8 & 1) * 8) / 8;
-            tsr_ldmatrix_x4_trans_s(f, stage + (uint32_t)(row * A_W + swz<A_W>(row, ch)) * 16);
-        }
+        if (AK) tsr_ldmatrix_x4_s(f, stage + a_base + mi * 16 * A_W * 16 + (a_x ^ (uint32_t)(kk * 32)));
+        else tsr_ldmatrix_x4_trans_s(f, stage + a_base + kk * 16 * A_W * 16 + (a_x ^ (uint32_t)(mi * 32)));
     };
     auto b_frags = [&](uint32_t (&f0)[2], uint32_t (&f1)[2], uint32_t stage, int np, int kk) {
         uint32_t r4[4];
-        stage += A_BYTES;
-        if (BKM) {
-            int row = wn * WN + np * 16 + (j8 >> 1) * 8 + i8, ch = kk * 2 + (j8 & 1);
-            tsr_ldmatrix_x4_s(r4, stage + (uint32_t)(row * B_W + swz<B_W>(row, ch)) * 16);
-        } else {
-            int row = kk * 16 + (j8 & 1) * 8 + i8, ch = (wn * WN + np * 16 + (j8 >> 1) * 8) / 8;
-            tsr_ldmatrix_x4_trans_s(r4, stage + (uint32_t)(row * B_W + swz<B_W>(row, ch)) * 16);
-        }
+        if (BKM) tsr_ldmatrix_x4_s(r4, stage + b_base + np * 16 * B_W * 16 + (b_x ^ (uint32_t)(kk * 32)));
+        else tsr_ldmatrix_x4_trans_s(r4, stage + b_base + kk * 16 * B_W * 16 + (b_x ^ (uint32_t)(np * 32)));
         f0[0] = r4[0], f0[1] = r4[1], f1[0] = r4[2], f1[1] = r4[3];
     };
     uint32_t af[2][MI][4], bf[2][NI][2];
@@ -745,15 +746,16 @@ extern "C" const tsr_kernel tsr_gemm_sm80_skinny = {
  * and W moves in 64-byte runs per row. Each warp owns NT tiles of 8
  * columns; the CTA's four warps take every fourth 32-k step of its k range
  * and add up through shared memory at the end. */
+/* 16 bytes (8 two-byte elements) from p, or its first `left` elements and
+ * zeros (none for left <= 0): built in registers, no local array */
 template <typename T> __device__ __forceinline__ uint4 load16_upto(const T *p, int64_t left) {
+    static_assert(sizeof(T) == 2, "two-byte elements");
     if (left >= 8) return __ldg((const uint4 *)p);
-    union {
-        uint4 v;
-        T e[8];
-    } u;
-    u.v = make_uint4(0, 0, 0, 0);
-    for (int i = 0; i < 8 && i < left; i++) u.e[i] = p[i];
-    return u.v;
+    uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        if (i < left) w[i / 2] |= (uint32_t)__ldg((const unsigned short *)p + i) << (16 * (i % 2));
+    return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
 template <typename T, int NT>
