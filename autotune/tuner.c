@@ -404,7 +404,7 @@ tsr_status tsr_tune(tsr_workload *w, const tsr_tune_options *o, tsr_tune_result 
     int supported = 0;
     for (int i = 0; i < nk && *count < max; i++) {
         const tsr_kernel *k = ks[i];
-        if (!k || !k->supports(&p, w->ctx, why, sizeof why)) continue;
+        if (!k || !tsr_kernel_supports(k, &p, w->ctx, why, sizeof why)) continue;
         supported++;
         if (k->num_knobs <= 0) continue; /* nothing to tune */
         tune_kernel(w, o, k, &results[(*count)++]);

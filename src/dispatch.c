@@ -6,6 +6,13 @@
 #include "../autotune/table.h"
 #include "internal.h"
 
+bool tsr_kernel_supports(const tsr_kernel *k, const tsr_problem *p, const tsr_context *ctx, char *why,
+                         size_t why_len) {
+    if (k->cpu_features && (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & k->cpu_features) != k->cpu_features))
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "%s needs a CPU with its ISA", k->name), false;
+    return k->supports(p, ctx, why, why_len);
+}
+
 const tsr_kernel *tsr_dispatch_select(const tsr_context *ctx, const tsr_problem *p, char *why,
                                       size_t why_len) {
     int n;
@@ -15,7 +22,7 @@ const tsr_kernel *tsr_dispatch_select(const tsr_context *ctx, const tsr_problem 
             tsr_op_name(p->op), tsr_backend_name(ctx->backend));
     for (int i = 0; i < n; i++) {
         if (ref_only && strcmp(ks[i]->arch, "ref") != 0) continue;
-        if (ks[i]->supports(p, ctx, why, why_len)) return ks[i];
+        if (tsr_kernel_supports(ks[i], p, ctx, why, why_len)) return ks[i];
     }
     return NULL; /* why holds the last kernel's reason: the reference's */
 }

@@ -218,7 +218,19 @@ typedef struct tsr_kernel {
      * p (hdr's layout, nr, format and payload_bytes), and with payload
      * non-NULL the packing itself. Without it filters are packed as a copy. */
     void (*pack_filter)(tsr_context *ctx, const tsr_problem *p, tsr_packed_filter *hdr, void *payload);
+    /* CPU kernels: the ISA features (TSR_CPU_* bits of ctx->cpu_features)
+     * its file is compiled for. Nothing of it may run on a CPU without them,
+     * supports() included (a compiler may use the ISA anywhere in the file,
+     * as AddressSanitizer's stack poisoning did), so tsr_kernel_supports
+     * checks them first. */
+    uint32_t cpu_features;
 } tsr_kernel;
+
+/* k->supports(p, ctx, ...) when ctx's CPU has k's ISA (always on other
+ * backends); else false, why naming the kernel. Every caller outside a
+ * kernel's own file asks through this. */
+bool tsr_kernel_supports(const tsr_kernel *k, const tsr_problem *p, const tsr_context *ctx, char *why,
+                         size_t why_len);
 
 /* supports() of kernels that take every valid problem on the CPU backend
  * (the references). */

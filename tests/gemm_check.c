@@ -60,7 +60,7 @@ int tt_gemm_kernel_check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k
     }
     p.u.gemm.a = da, p.u.gemm.b = db, p.u.gemm.c = dc;
     char why[160];
-    if (!k->supports(&p, ctx, why, sizeof why)) goto done;
+    if (!tsr_kernel_supports(k, &p, ctx, why, sizeof why)) goto done;
     if (k->schedule_valid && !k->schedule_valid(&p, ctx, s)) goto done;
     st = k->run(ctx, &p, s);
     ck_assert_msg(st == TSR_OK, "%s: %s", k->name, tsr_last_error());

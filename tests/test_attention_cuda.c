@@ -30,7 +30,7 @@ static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const 
     p.u.attention.q = dq, p.u.attention.k = dk, p.u.attention.v = dv, p.u.attention.o = dout;
     int ran = 0;
     char why[160];
-    if (!k->supports(&p, ctx, why, sizeof why) || (k->schedule_valid && !k->schedule_valid(&p, ctx, s))) goto done;
+    if (!tsr_kernel_supports(k, &p, ctx, why, sizeof why) || (k->schedule_valid && !k->schedule_valid(&p, ctx, s))) goto done;
     ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
     ck_assert_int_eq(tsr_synchronize(ctx), TSR_OK);
     tt_download(ctx, t.o, dout, qb);

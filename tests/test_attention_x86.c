@@ -22,7 +22,7 @@ static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const 
     char why[128];
     if (k->schedule_valid && !k->schedule_valid(&t.p, ctx, s)) goto done;
     if (!strcmp(k->name, BF16_DOT_KERNEL) && c->dt != TSR_BF16) goto done; /* bf16 only, by design */
-    ck_assert_msg(k->supports(&t.p, ctx, why, sizeof why), "%s", why);
+    ck_assert_msg(tsr_kernel_supports(k, &t.p, ctx, why, sizeof why), "%s", why);
     ck_assert_msg(k->run(ctx, &t.p, s) == TSR_OK, "%s", tsr_last_error());
     char knobs[48];
     snprintf(knobs, sizeof knobs, "bq%d bk%d split%d", s->v[0], s->v[1], s->v[2]);
@@ -67,7 +67,7 @@ START_TEST(blocks_splits_shapes) {
         tsr_attention_desc_init(&probe.u.attention.d);
         probe.u.attention.d.dtype = TSR_BF16; /* every x86 kernel takes bf16 */
         char why[128];
-        if (!k->supports(&probe, ctx, why, sizeof why)) {
+        if (!tsr_kernel_supports(k, &probe, ctx, why, sizeof why)) {
             printf("SKIP attention_x86: %s: %s\n", k->name, why);
             continue;
         }
@@ -107,7 +107,7 @@ START_TEST(bf16_dot_dims_knobs) {
     tsr_attention_desc_init(&probe.u.attention.d);
     probe.u.attention.d.dtype = TSR_BF16;
     char why[160];
-    if (!k->supports(&probe, ctx, why, sizeof why)) {
+    if (!tsr_kernel_supports(k, &probe, ctx, why, sizeof why)) {
         printf("SKIP attention_x86 bf16_dot: %s\n", why);
         tsr_context_destroy(ctx), tsr_context_destroy(ref);
         return;

@@ -34,7 +34,7 @@ static int check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const 
     p.u.conv.x = dx, p.u.conv.w = dw, p.u.conv.y = dy;
     int ran = 0;
     char why[200];
-    if (k->supports(&p, ctx, why, sizeof why) && (!k->schedule_valid || k->schedule_valid(&p, ctx, s))) {
+    if (tsr_kernel_supports(k, &p, ctx, why, sizeof why) && (!k->schedule_valid || k->schedule_valid(&p, ctx, s))) {
         ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
         ck_assert_int_eq(tsr_synchronize(ctx), TSR_OK);
         tt_download(ctx, t.y, dy, yb);

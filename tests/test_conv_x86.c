@@ -42,7 +42,7 @@ static int check_at(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, con
     int ran = 0;
     char why[160];
     if (!k->schedule_valid || k->schedule_valid(&t.p, ctx, s)) {
-        ck_assert_msg(k->supports(&t.p, ctx, why, sizeof why), "%s", why);
+        ck_assert_msg(tsr_kernel_supports(k, &t.p, ctx, why, sizeof why), "%s", why);
         ck_assert_msg(k->run(ctx, &t.p, s) == TSR_OK, "%s", tsr_last_error());
         char knobs[64];
         snprintf(knobs, sizeof knobs, "algo%d ocb%d pxb%d ord%d", s->v[0], s->v[1], s->v[2], s->v[3]);
@@ -66,7 +66,7 @@ static const tsr_kernel *kernel_here(tsr_context *ctx, const char *name, const c
     probe.op = TSR_OP_CONV2D;
     tsr_conv2d_desc_init(&probe.u.conv.d);
     char why[128];
-    if (k->supports(&probe, ctx, why, sizeof why)) return k;
+    if (tsr_kernel_supports(k, &probe, ctx, why, sizeof why)) return k;
     printf("SKIP conv_x86: %s: %s: %s\n", test, name, why);
     return NULL;
 }
@@ -277,11 +277,11 @@ START_TEST(isa_gating) {
     const uint32_t had = ctx->cpu_features;
     char why[160] = "";
     ctx->cpu_features = TSR_CPU_AVX2 | TSR_CPU_FMA | TSR_CPU_F16C;
-    ck_assert(!k512->supports(&p, ctx, why, sizeof why));
+    ck_assert(!tsr_kernel_supports(k512, &p, ctx, why, sizeof why));
     ck_assert_msg(strstr(why, "needs a CPU with its ISA"), "%s", why);
-    ck_assert(k2->supports(&p, ctx, why, sizeof why) == ((had & ctx->cpu_features) == ctx->cpu_features));
+    ck_assert(tsr_kernel_supports(k2, &p, ctx, why, sizeof why) == ((had & ctx->cpu_features) == ctx->cpu_features));
     ctx->cpu_features = had & ~TSR_CPU_AVX512BF16;
-    if (k512->supports(&p, ctx, why, sizeof why)) {
+    if (tsr_kernel_supports(k512, &p, ctx, why, sizeof why)) {
         const conv_case c = {2, 16, 9, 8, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16,
                          EPI_ALL, TSR_ACT_RELU};
         tsr_schedule s;
@@ -427,7 +427,7 @@ START_TEST(packed_filter_errors) {
         p.op = TSR_OP_CONV2D;
         p.u.conv.d = pd, p.u.conv.packed = h;
         char why[160] = "";
-        ck_assert(!k2->supports(&p, ctx, why, sizeof why));
+        ck_assert(!tsr_kernel_supports(k2, &p, ctx, why, sizeof why));
         ck_assert_msg(strstr(why, "packed for conv2d.x86_avx512.f32"), "%s", why);
     } else {
         printf("SKIP conv_x86: packed_filter_errors: the filter was packed by %s, not the AVX-512 kernel\n", h->producer);

@@ -235,6 +235,36 @@ START_TEST(registry_lists) {
 }
 END_TEST
 
+/* Every x86 kernel names the ISA its file is compiled for, and the core
+ * asks for it before calling into the file: on a CPU (here: a context)
+ * without it, tsr_kernel_supports declines by name, whatever the problem. */
+START_TEST(isa_checked_before_kernel_code) {
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    const uint32_t had = ctx->cpu_features;
+    ctx->cpu_features = 0;
+    int x86 = 0;
+    for (int op = 0; op < TSR_OP_COUNT; op++) {
+        int n = 0;
+        const tsr_kernel *const *ks = tsr_registry_list((tsr_op)op, TSR_BACKEND_CPU, &n);
+        for (int i = 0; i < n; i++) {
+            if (strncmp(ks[i]->arch, "x86", 3)) continue;
+            x86++;
+            ck_assert_msg(ks[i]->cpu_features != 0, "%s names no ISA", ks[i]->name);
+            tsr_problem p;
+            memset(&p, 0, sizeof p);
+            p.op = (tsr_op)op;
+            char why[160] = "";
+            ck_assert(!tsr_kernel_supports(ks[i], &p, ctx, why, sizeof why));
+            ck_assert_msg(strstr(why, ks[i]->name) && strstr(why, "needs a CPU with its ISA"), "%s", why);
+        }
+    }
+    ck_assert_int_ge(x86, 8); /* GEMM, conv, attention, chains and rows, AVX2 and AVX-512 */
+    ctx->cpu_features = had;
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("core");
     TCase *tc = tcase_create("core");
@@ -247,6 +277,7 @@ int main(void) {
     tcase_add_test(tc, last_kernel_and_builders);
     tcase_add_test(tc, scratch_blocks);
     tcase_add_test(tc, registry_lists);
+    tcase_add_test(tc, isa_checked_before_kernel_code);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

@@ -62,7 +62,7 @@ static void run_chain(const tsr_kernel *k, tsr_context *ctx, const tsr_chain_des
     if (ch->num_operands) p.u.chain.chain.operands[0] = p.u.chain.x, p.u.chain.operands[0] = b;
     p.u.chain.xp = x, p.u.chain.yp = y;
     char why[160];
-    ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s", why);
+    ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s", why);
     ck_assert_msg(k->run(ctx, &p, NULL) == TSR_OK, "%s", tsr_last_error());
 }
 
@@ -75,7 +75,7 @@ static bool usable(const tsr_kernel *k, tsr_context *ctx) {
     const int64_t one = 1;
     p.u.chain.x = p.u.chain.y = tsr_tensor_contiguous(TSR_F32, 1, &one);
     char why[160];
-    if (k->supports(&p, ctx, why, sizeof why)) return true;
+    if (tsr_kernel_supports(k, &p, ctx, why, sizeof why)) return true;
     printf("SKIP elementwise_x86: %s: %s\n", k->name, why);
     return false;
 }
@@ -235,7 +235,7 @@ static void run_row_kernel(const tsr_kernel *k, tsr_context *ctx, tsr_op op, con
     p.u.rowwise.d = *d;
     p.u.rowwise.x = x, p.u.rowwise.y = y, p.u.rowwise.gamma = g, p.u.rowwise.beta = op == TSR_OP_LAYERNORM ? b : NULL;
     char why[160];
-    ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s: %s", k->name, why);
+    ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s: %s", k->name, why);
     ck_assert_msg(k->run(ctx, &p, NULL) == TSR_OK, "%s: %s", k->name, tsr_last_error());
 }
 
@@ -247,7 +247,7 @@ static bool row_usable(const tsr_kernel *k, tsr_context *ctx, tsr_op op) {
     probe.u.rowwise.d.rows = probe.u.rowwise.d.cols = 1;
     probe.u.rowwise.d.x_dtype = probe.u.rowwise.d.y_dtype = TSR_F32;
     char why[160];
-    if (k->supports(&probe, ctx, why, sizeof why)) return true;
+    if (tsr_kernel_supports(k, &probe, ctx, why, sizeof why)) return true;
     printf("SKIP elementwise_x86: %s: %s\n", k->name, why);
     return false;
 }
@@ -531,7 +531,7 @@ START_TEST(chain_bf16_pairs) {
         if (!usable(k, ctx)) continue;
         cp.yp = y, p.u.chain = cp;
         char why[160];
-        ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s", why);
+        ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s", why);
         ck_assert_int_eq(k->run(ctx, &p, NULL), TSR_OK);
         int64_t bad = 0;
         for (int i = 0; i < R * C; i++) {

@@ -70,7 +70,7 @@ static void check(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const
     }
     p.u.gemm.a = a, p.u.gemm.b = b, p.u.gemm.c = c2;
     char why[128];
-    ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s", why);
+    ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s", why);
     if (k->schedule_valid && !k->schedule_valid(&p, ctx, s)) goto done;
     st = k->run(ctx, &p, s);
     ck_assert_msg(st == TSR_OK, "%s", tsr_last_error());
@@ -101,7 +101,7 @@ START_TEST(blocks_schedules_threads) {
         tsr_gemm_desc_init(&probe.u.gemm.d);
         probe.u.gemm.d.a_dtype = probe.u.gemm.d.b_dtype = only;
         char why[128];
-        if (!k->supports(&probe, ctx, why, sizeof why)) {
+        if (!tsr_kernel_supports(k, &probe, ctx, why, sizeof why)) {
             printf("SKIP gemm_x86: %s: %s\n", k->name, why);
             continue;
         }
@@ -242,7 +242,7 @@ static void check_i8(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, co
     p.u.gemm.d = d;
     p.u.gemm.a = a, p.u.gemm.b = b, p.u.gemm.c = c2;
     char why[128];
-    ck_assert_msg(k->supports(&p, ctx, why, sizeof why), "%s", why);
+    ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s", why);
     if (!k->schedule_valid(&p, ctx, s)) goto done;
     ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
     for (size_t i = 0; i < nc; i++)
@@ -264,7 +264,7 @@ START_TEST(vnni_int8) {
     tsr_gemm_desc_init(&probe.u.gemm.d);
     probe.u.gemm.d.a_dtype = probe.u.gemm.d.b_dtype = TSR_I8, probe.u.gemm.d.c_dtype = TSR_I32;
     char why[128];
-    if (!k->supports(&probe, ctx, why, sizeof why)) {
+    if (!tsr_kernel_supports(k, &probe, ctx, why, sizeof why)) {
         printf("SKIP gemm_x86: %s: %s\n", k->name, why);
         goto out;
     }
@@ -352,7 +352,7 @@ START_TEST(activation_tails) {
             p.u.gemm.a = a, p.u.gemm.b = b, p.u.gemm.c = c;
             char why[128];
             p.u.gemm.d = d;
-            if (!k->supports(&p, ctx, why, sizeof why)) {
+            if (!tsr_kernel_supports(k, &p, ctx, why, sizeof why)) {
                 printf("SKIP gemm_x86: activation_tails: %s: %s\n", k->name, why);
                 free(a), free(b), free(c);
                 break;

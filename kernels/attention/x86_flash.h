@@ -855,6 +855,7 @@ const tsr_kernel ATTN_SYMBOL = {
     .backend = TSR_BACKEND_CPU,
     .arch = ATTN_ARCH,
     .supports = flash_supports,
+    .cpu_features = ATTN_FEATURES,
     .num_knobs = 3,
     .knobs = flash_knobs,
     .default_schedule = flash_default,

@@ -904,6 +904,7 @@ const tsr_kernel CONV_SYMBOL = {
     .backend = TSR_BACKEND_CPU,
     .arch = CONV_ARCH,
     .supports = conv_supports,
+    .cpu_features = CONV_FEATURES,
     .num_knobs = (int)(sizeof conv_knobs / sizeof conv_knobs[0]),
     .knobs = conv_knobs,
     .default_schedule = conv_default,

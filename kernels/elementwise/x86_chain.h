@@ -292,5 +292,6 @@ const tsr_kernel CHAIN_SYMBOL = {
     .backend = TSR_BACKEND_CPU,
     .arch = CHAIN_ARCH,
     .supports = chain_supports,
+    .cpu_features = CHAIN_FEATURES,
     .run = chain_run,
 };

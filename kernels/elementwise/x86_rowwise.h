@@ -390,7 +390,7 @@ static bool row_supports(const tsr_problem *p, const tsr_context *ctx, char *why
 
 #define ROW_KERNEL(sym, kname, kop) \
     const tsr_kernel sym = {.name = kname, .op = kop, .backend = TSR_BACKEND_CPU, .arch = ROW_ARCH, \
-                            .supports = row_supports, .run = row_run}
+                            .supports = row_supports, .run = row_run, .cpu_features = ROW_FEATURES}
 
 ROW_KERNEL(ROW_SOFTMAX, "softmax." ROW_ARCH, TSR_OP_SOFTMAX);
 ROW_KERNEL(ROW_LAYERNORM, "layernorm." ROW_ARCH, TSR_OP_LAYERNORM);

@@ -646,6 +646,7 @@ const tsr_kernel tsr_gemm_x86_avx512_vnni = {
     .backend = TSR_BACKEND_CPU,
     .arch = "x86_avx512",
     .supports = vnni_supports,
+    .cpu_features = FEATURES,
     .num_knobs = (int)(sizeof vnni_knobs / sizeof vnni_knobs[0]),
     .knobs = vnni_knobs,
     .default_schedule = vnni_default,

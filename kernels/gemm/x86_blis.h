@@ -991,6 +991,7 @@ const tsr_kernel GEMM_SYMBOL = {
     .backend = TSR_BACKEND_CPU,
     .arch = GEMM_ARCH,
     .supports = blis_supports,
+    .cpu_features = GEMM_FEATURES,
     .num_knobs = (int)(sizeof gemm_knobs / sizeof gemm_knobs[0]),
     .knobs = gemm_knobs,
     .default_schedule = blis_default,
