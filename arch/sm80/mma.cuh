@@ -50,6 +50,15 @@ __device__ __forceinline__ void tsr_ldmatrix_x4_trans_s(uint32_t (&r)[4], uint32
                  : "r"(addr));
 }
 
+/* 2^x on the special-function unit, results below 2^-126 flushed to zero:
+ * exp2f's own ex2.approx.f32 adds instructions per call to keep them.
+ * For softmax weights, which are summed against a largest weight of 1. */
+__device__ __forceinline__ float tsr_ex2_ftz(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 /* D = A (16x16, row) * B (16x8, col) + D, f32 accumulators; for int8,
  * A (16x32) * B (32x8), s32 accumulators that wrap as int32 adds do. The
  * operand registers hold the same bytes either way (16 bytes of k per

@@ -349,12 +349,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fa_fwd(fa_args a) {
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
                 /* all hidden so far: shift by 0, so 2^(-inf - 0) = 0, not NaN */
                 const float mu = mx == -INFINITY ? 0.0f : mx;
-                const float alpha = exp2f(m[mi][hf] - mu);
+                const float alpha = tsr_ex2_ftz(m[mi][hf] - mu);
                 float ls = 0.0f;
 #pragma unroll
                 for (int nb = 0; nb < NB; nb++) {
-                    s[mi][nb][2 * hf] = exp2f(s[mi][nb][2 * hf] - mu);
-                    s[mi][nb][2 * hf + 1] = exp2f(s[mi][nb][2 * hf + 1] - mu);
+                    s[mi][nb][2 * hf] = tsr_ex2_ftz(s[mi][nb][2 * hf] - mu);
+                    s[mi][nb][2 * hf + 1] = tsr_ex2_ftz(s[mi][nb][2 * hf + 1] - mu);
                     ls += s[mi][nb][2 * hf] + s[mi][nb][2 * hf + 1];
                 }
                 l[mi][hf] = l[mi][hf] * alpha + ls; /* this lane's part; the quad sums at the end */
