@@ -49,60 +49,52 @@ START_TEST(tensor_core_knobs) {
 }
 END_TEST
 
-START_TEST(skinny_knobs) {
+/* A skinny kernel (knobs: columns or 8-column tiles per warp 2/4/8, split_k
+ * 1/4/16 up to max_split) over every M x (N, K) x input dtype given: C in
+ * bf16 for bf16, in f16 or f32 for f16 (by M), f32 for f32; an epilogue on
+ * two of three cases. */
+static int skinny_sweep(const char *name, const int64_t *ms, int nm, const int64_t (*nks)[2], int nnk,
+                        const tsr_dtype *dts, int nd, int max_split) {
     tsr_context *ctx = tt_cuda_context("gemm_cuda"), *ref = tt_ref_context();
-    if (!ctx) return tsr_context_destroy(ref), (void)0;
-    const tsr_kernel *k = tt_kernel("gemm.sm80.skinny");
+    if (!ctx) return tsr_context_destroy(ref), -1;
+    const tsr_kernel *k = tt_kernel(name);
+    int ran = 0;
+    for (int mi = 0; mi < nm; mi++)
+        for (int ni = 0; ni < nnk; ni++)
+            for (int t = 0; t < nd; t++)
+                for (int knob = 2; knob <= 8; knob *= 2)
+                    for (int split = 1; split <= max_split; split *= 4) {
+                        const tsr_dtype out = dts[t] == TSR_BF16 ? TSR_BF16 : dts[t] == TSR_F16 && mi % 2 ? TSR_F16 : TSR_F32;
+                        ccase c = {ms[mi], nks[ni][0], nks[ni][1], 0, 1, (mi + ni) % 3, dts[t], out, 1,
+                                   mi == 2 ? 0.5f : 0, 1 + (int64_t)(ni == 1)};
+                        tsr_schedule s;
+                        memset(&s, 0, sizeof s);
+                        s.v[0] = knob, s.v[1] = split;
+                        ran += tt_gemm_kernel_check(ctx, ref, k, &c, &s);
+                    }
+    printf("gemm_cuda: %s: %d kernel runs checked\n", name, ran);
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
+    return ran;
+}
+
+START_TEST(skinny_knobs) {
     const int64_t ms[] = {1, 2, 3, 5, 8, 9, 16};
     const int64_t nks[][2] = {{1, 8}, {7, 200}, {130, 4104}, {33, 1016}};
     const tsr_dtype dts[] = {TSR_F32, TSR_F16, TSR_BF16};
-    int ran = 0;
-    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
-        for (size_t ni = 0; ni < sizeof nks / sizeof nks[0]; ni++)
-            for (int t = 0; t < 3; t++)
-                for (int cols = 2; cols <= 8; cols *= 2)
-                    for (int split = 1; split <= 8; split *= 4) {
-                        ccase c = {ms[mi], nks[ni][0], nks[ni][1], 0, 1, (int)(mi + ni) % 3, dts[t],
-                                   t == 2 ? TSR_BF16 : TSR_F32, 1, mi == 2 ? 0.5f : 0, 1 + (int64_t)(ni == 1)};
-                        tsr_schedule s;
-                        memset(&s, 0, sizeof s);
-                        s.v[0] = cols, s.v[1] = split;
-                        ran += tt_gemm_kernel_check(ctx, ref, k, &c, &s);
-                    }
-    printf("gemm_cuda: skinny: %d kernel runs checked\n", ran);
-    ck_assert_int_gt(ran, 300);
-    tsr_context_destroy(ctx);
-    tsr_context_destroy(ref);
+    int ran = skinny_sweep("gemm.sm80.skinny", ms, 7, nks, 4, dts, 3, 8);
+    if (ran >= 0) ck_assert_int_gt(ran, 300);
 }
 END_TEST
 
 /* The tensor-core skinny kernel: every M to 16 (its rows past M read as
  * zeros), k tails within a 32-k step and a chunk, N off the 8-column tiles. */
 START_TEST(skinny_tc_knobs) {
-    tsr_context *ctx = tt_cuda_context("gemm_cuda"), *ref = tt_ref_context();
-    if (!ctx) return tsr_context_destroy(ref), (void)0;
-    const tsr_kernel *k = tt_kernel("gemm.sm80.skinny_tc");
     const int64_t ms[] = {1, 2, 7, 8, 9, 15, 16};
     const int64_t nks[][2] = {{1, 8}, {7, 200}, {130, 4104}, {67, 1016}};
     const tsr_dtype dts[] = {TSR_F16, TSR_BF16};
-    int ran = 0;
-    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
-        for (size_t ni = 0; ni < sizeof nks / sizeof nks[0]; ni++)
-            for (int t = 0; t < 2; t++)
-                for (int tiles = 2; tiles <= 8; tiles *= 2)
-                    for (int split = 1; split <= 16; split *= 4) {
-                        ccase c = {ms[mi], nks[ni][0], nks[ni][1], 0, 1, (int)(mi + ni) % 3, dts[t],
-                                   t == 1 ? TSR_BF16 : (mi % 2 ? TSR_F16 : TSR_F32), 1, mi == 2 ? 0.5f : 0,
-                                   1 + (int64_t)(ni == 1)};
-                        tsr_schedule s;
-                        memset(&s, 0, sizeof s);
-                        s.v[0] = tiles, s.v[1] = split;
-                        ran += tt_gemm_kernel_check(ctx, ref, k, &c, &s);
-                    }
-    printf("gemm_cuda: skinny_tc: %d kernel runs checked\n", ran);
-    ck_assert_int_gt(ran, 300);
-    tsr_context_destroy(ctx);
-    tsr_context_destroy(ref);
+    int ran = skinny_sweep("gemm.sm80.skinny_tc", ms, 7, nks, 4, dts, 2, 16);
+    if (ran >= 0) ck_assert_int_gt(ran, 300);
 }
 END_TEST
 

@@ -1,5 +1,6 @@
 /* tanh, erf and the two GELUs over the simd.h names, for the x86 chain
- * kernels; include it after a simd.h, vmath.h, vdtype.h and vexp.h.
+ * kernels and, through vact.h, the GEMM and convolution epilogues;
+ * include it after a simd.h, vmath.h, vdtype.h and vexp.h.
  * Polynomials were fitted to the functions (Chebyshev nodes, weighted
  * least squares iterated toward minimax, coefficients rounded to f32);
  * each comment gives the fit's error. The bounds over the whole float

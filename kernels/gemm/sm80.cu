@@ -683,6 +683,22 @@ static const tsr_knob sk_knobs[] = {
     {"split_k", 4, sk_split_values},
 };
 
+/* What both skinny kernels need: M <= 16 rows of x times W^T, A and B
+ * k-contiguous with 16-byte aligned rows, batch x split within the grid. */
+static bool skinny_shape_ok(const tsr_gemm_problem *g, const char *name, int64_t max_batch, char *why,
+                            size_t why_len) {
+    const tsr_gemm_desc *d = &g->d;
+    if (d->m > 16 || d->trans_a == TSR_TRANS || d->trans_b != TSR_TRANS)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "%s: M <= 16 with A and B both k-contiguous", name),
+               false;
+    int64_t ve = 16 / (int64_t)tsr_dtype_size(d->a_dtype);
+    if (!aligned16(g->a) || !aligned16(g->b) || d->lda % ve || d->ldb % ve ||
+        (d->batch > 1 && (d->stride_a % ve || d->stride_b % ve)) || d->batch > max_batch)
+        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "%s needs 16-byte aligned rows and batch <= %lld", name,
+                       (long long)max_batch), false;
+    return true;
+}
+
 static bool sk_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t why_len) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
@@ -690,26 +706,23 @@ static bool sk_supports(const tsr_problem *p, const tsr_context *ctx, char *why,
         return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.skinny runs on cuda"), false;
     if (!tsr_is_float_dtype(d->a_dtype) || d->b_dtype != d->a_dtype || !tsr_is_float_dtype(d->c_dtype))
         return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.skinny takes float inputs"), false;
-    if (d->m > 16 || d->trans_a == TSR_TRANS || d->trans_b != TSR_TRANS)
-        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
-                       "gemm.sm80.skinny: M <= 16 with A and B both k-contiguous"), false;
-    int64_t ve = 16 / (int64_t)tsr_dtype_size(d->a_dtype);
-    if (!aligned16(g->a) || !aligned16(g->b) || d->lda % ve || d->ldb % ve ||
-        (d->batch > 1 && (d->stride_a % ve || d->stride_b % ve)) || d->batch > 65535 / 8)
-        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
-                       "gemm.sm80.skinny needs 16-byte aligned rows and batch <= 8191"), false;
-    return true;
+    return skinny_shape_ok(g, "gemm.sm80.skinny", 65535 / 8, why, why_len); /* grid z: batch x split <= 8 */
+}
+
+/* The split-k that puts ~16 warps streaming W on each SM (enough memory
+ * requests in flight) while each slice keeps k >= 1024 (several rounds of
+ * loads), at most max. */
+static int stream_split(const tsr_context *ctx, int64_t warps, int64_t k, int max) {
+    const int64_t want = (int64_t)tsr_cuda(ctx)->sm_count * 16;
+    int split = 1;
+    while (split < max && warps * split < want && k / (split * 2) >= 1024) split *= 2;
+    return split;
 }
 
 static void sk_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
-    int sms = tsr_cuda(ctx)->sm_count;
     s->v[0] = d->m <= 4 ? 4 : 2;
-    /* enough warps in flight to cover memory latency: ~16 per SM */
-    int64_t warps = ceil_div(d->n, s->v[0]) * d->batch;
-    int split = 1;
-    while (split < 8 && warps * split < (int64_t)sms * 16 && d->k / (split * 2) >= 1024) split *= 2;
-    s->v[1] = split;
+    s->v[1] = stream_split(ctx, ceil_div(d->n, s->v[0]) * d->batch, d->k, 8);
 }
 
 static tsr_status sk_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
@@ -746,16 +759,21 @@ extern "C" const tsr_kernel tsr_gemm_sm80_skinny = {
  * and W moves in 64-byte runs per row. Each warp owns NT tiles of 8
  * columns; the CTA's four warps take every fourth 32-k step of its k range
  * and add up through shared memory at the end. */
-/* 16 bytes (8 two-byte elements) from p, or its first `left` elements and
- * zeros (none for left <= 0): built in registers, no local array */
-template <typename T> __device__ __forceinline__ uint4 load16_upto(const T *p, int64_t left) {
+/* The first `left` (1..7) two-byte elements from p, then zeros: out of line,
+ * so the k tail's element loads do not take registers in the k loop (they
+ * had doubled the kernel's). */
+template <typename T> __device__ __noinline__ uint4 load16_part(const T *p, int64_t left) {
     static_assert(sizeof(T) == 2, "two-byte elements");
-    if (left >= 8) return __ldg((const uint4 *)p);
     uint32_t w[4] = {0, 0, 0, 0};
 #pragma unroll
     for (int i = 0; i < 8; i++)
         if (i < left) w[i / 2] |= (uint32_t)__ldg((const unsigned short *)p + i) << (16 * (i % 2));
     return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+/* 16 bytes (8 elements) from p, the first `left` of them, or zeros (left <= 0) */
+template <typename T> __device__ __forceinline__ uint4 load16_upto(const T *p, int64_t left) {
+    return left >= 8 ? __ldg((const uint4 *)p) : left <= 0 ? make_uint4(0, 0, 0, 0) : load16_part(p, left);
 }
 
 template <typename T, int NT>
@@ -832,26 +850,13 @@ static bool skt_supports(const tsr_problem *p, const tsr_context *ctx, char *why
     if ((d->a_dtype != TSR_F16 && d->a_dtype != TSR_BF16) || d->b_dtype != d->a_dtype ||
         !tsr_is_float_dtype(d->c_dtype))
         return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED, "gemm.sm80.skinny_tc takes f16/bf16 inputs"), false;
-    if (d->m > 16 || d->trans_a == TSR_TRANS || d->trans_b != TSR_TRANS)
-        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
-                       "gemm.sm80.skinny_tc: M <= 16 with A and B both k-contiguous"), false;
-    if (!aligned16(g->a) || !aligned16(g->b) || d->lda % 8 || d->ldb % 8 ||
-        (d->batch > 1 && (d->stride_a % 8 || d->stride_b % 8)) || d->batch > 65535 / 16)
-        return tsr_why(why, why_len, TSR_ERR_NOT_SUPPORTED,
-                       "gemm.sm80.skinny_tc needs 16-byte aligned rows and batch <= 4095"), false;
-    return true;
+    return skinny_shape_ok(g, "gemm.sm80.skinny_tc", 65535 / 16, why, why_len); /* split <= 16 */
 }
 
 static void skt_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
-    int sms = tsr_cuda(ctx)->sm_count;
-    s->v[0] = 4;
-    /* enough warps streaming W to cover memory latency: ~16 per SM, each
-     * slice still several rounds of 8 steps long */
-    int64_t warps = ceil_div(d->n, 8 * 4) * 4 * d->batch;
-    int split = 1;
-    while (split < 16 && warps * split < (int64_t)sms * 16 && d->k / (split * 2) >= 1024) split *= 2;
-    s->v[1] = split;
+    s->v[0] = 4; /* 4 tiles of 8 columns a CTA of 4 warps */
+    s->v[1] = stream_split(ctx, ceil_div(d->n, 8 * 4) * 4 * d->batch, d->k, 16);
 }
 
 static tsr_status skt_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
