@@ -139,6 +139,14 @@ START_TEST(blocks_schedules_threads) {
             {16, 1100, 157, 0, 0, 1, 3, TSR_F32, 1, 0.5f, 2, 0}, /* bf16: 512-column chunks, blocks of 32 k and 29 */
             {2, 2100, 45, 1, 0, 0, 2, TSR_F32, 1, 0, 1, 1},      /* bf16: five chunks, the last of 52 columns */
             {9, 40, 7, 0, 0, 0, 4, TSR_F32, 0.5f, 0, 1, 0},
+            /* f16/bf16 B read in place by the f32 kernels' dot and stream
+             * paths, widened in registers: k tails past whole bf16 pairs of
+             * vectors (1001 % 16, all of K under one step), a narrow C */
+            {1, 77, 1001, 0, 1, 0, 3, TSR_F16, 1, 0.5f, 1, 1},
+            {6, 29, 15, 0, 1, 1, 2, TSR_BF16, 1, 0, 2, 0},
+            {5, 31, 100, 0, 1, 0, 1, TSR_BF16, 1, 0.5f, 1, 1},
+            {4, 1500, 64, 0, 0, 1, 3, TSR_BF16, 2, 0, 1, 1},
+            {3, 70, 301, 1, 0, 0, 2, TSR_F16, 1, 0.5f, 2, 0},
             /* B read in place from beyond L2 (1.7 MB), its rows fetched ahead near or far */
             {20, 1500, 301, 0, 0, 0, 1, TSR_F32, 1, 0.5f, 1, 0},
             /* two threads split by row panels (one column panel): bias
@@ -159,8 +167,9 @@ START_TEST(blocks_schedules_threads) {
                 }
         /* the heuristic's schedule on skinny and square shapes */
         const xcase dflt[] = {{1, 333, 517, 0, 0, 0, 4, TSR_F32, 1, 0, 1, 0}, {16, 4100, 64, 0, 0, 0, 2, TSR_F32, 1, 1, 1, 0},
-                              {200, 190, 300, 1, 1, 0, 1, TSR_F32, 1, 0, 1, 0}};
-        for (size_t ci = 0; ci < 3; ci++) {
+                              {200, 190, 300, 1, 1, 0, 1, TSR_F32, 1, 0, 1, 0}, {1, 333, 517, 0, 1, 0, 2, TSR_BF16, 1, 0, 1, 1},
+                              {16, 70, 260, 0, 1, 0, 1, TSR_F16, 1, 0.5f, 1, 0}, {3, 500, 90, 0, 0, 0, 3, TSR_BF16, 1, 0, 1, 0}};
+        for (size_t ci = 0; ci < sizeof dflt / sizeof dflt[0]; ci++) {
             tsr_problem p;
             memset(&p, 0, sizeof p);
             p.op = TSR_OP_GEMM;
@@ -168,7 +177,8 @@ START_TEST(blocks_schedules_threads) {
             p.u.gemm.d.m = dflt[ci].m, p.u.gemm.d.n = dflt[ci].n, p.u.gemm.d.k = dflt[ci].k;
             p.u.gemm.d.trans_b = (tsr_transpose)dflt[ci].tb;
             xcase x = dflt[ci];
-            if (only != TSR_F32) x.in = p.u.gemm.d.a_dtype = p.u.gemm.d.b_dtype = only;
+            if (only != TSR_F32) x.in = only;
+            p.u.gemm.d.a_dtype = p.u.gemm.d.b_dtype = x.in;
             tsr_schedule s;
             memset(&s, 0, sizeof s);
             k->default_schedule(&p, ctx, &s);

@@ -5,6 +5,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "tessera.h" /* tsr_dtype */
+
 /* 8 consecutive 32-bit elements of up to 8 rows (lda apart; missing rows
  * read as 0) transposed: dst[q * dstride + i] = row i's element q, for the
  * first `lanes` (<= 8) rows. The moves are bit-exact, so it packs int8
@@ -33,6 +35,26 @@ static inline void tsr_transpose8x8(const void *src, int64_t lda, int rows, void
         const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
         for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + q * dstride, keep, c[q]);
     }
+}
+
+/* 8 f16 (F16C) or bf16 values at element i of p, as f32. */
+static inline __m256 tsr_widen8(const void *p, tsr_dtype t, int64_t i) {
+    const __m128i raw = _mm_loadu_si128((const __m128i *)((const uint16_t *)p + i));
+    return t == TSR_F16 ? _mm256_cvtph_ps(raw) : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
+}
+
+/* tsr_transpose8x8 of 8 values from element i of up to 8 stored rows ld
+ * apart, of dtype t (f32, f16, bf16) into f32: f16/bf16 rows are widened
+ * into an L1 block first. */
+static inline void tsr_transpose8x8_of(const void *src, tsr_dtype t, int64_t i, int64_t ld, int rows, float *out,
+                                       int64_t dstride, int lanes) {
+    if (t == TSR_F32) {
+        tsr_transpose8x8((const float *)src + i, ld, rows, out, dstride, lanes);
+        return;
+    }
+    _Alignas(32) float wide[64];
+    for (int r = 0; r < rows; r++) _mm256_store_ps(wide + 8 * r, tsr_widen8(src, t, i + r * ld));
+    tsr_transpose8x8(wide, 8, rows, out, dstride, lanes);
 }
 
 #endif

@@ -250,20 +250,23 @@ static void widen(const void *src, tsr_dtype t, float *dst, int64_t n) {
 static void pack_filter(const tsr_conv2d_desc *d, const void *w, float *dst) {
     const int64_t G = d->groups, K = d->k, Kg = K / G, Cg = d->c / G, R = d->r, S = d->s;
     const int64_t Kp = (Kg + NR - 1) / NR, rsc = R * S * Cg;
-    const bool ohwi_f32 = d->filter_format == TSR_FILTER_OHWI && d->w_dtype == TSR_F32;
+    const tsr_dtype t = d->w_dtype;
 #pragma omp for schedule(static)
     for (int64_t gp = 0; gp < G * Kp; gp++) {
         const int64_t g = gp / Kp, k0 = g * Kg + gp % Kp * NR;
         const int64_t nk = Kg - gp % Kp * NR < NR ? Kg - gp % Kp * NR : NR;
         float *panel = dst + gp * rsc * NR;
-        if (ohwi_f32) { /* row k of the filter is [r][s][c]: 8x8 register transposes (rows past nk read as 0) */
-            const float *src = (const float *)w + k0 * rsc;
+        if (d->filter_format == TSR_FILTER_OHWI) {
+            /* row k of the filter is [r][s][c]: 8x8 register transposes
+             * (rows past nk read as 0), f16/bf16 widened on the way */
             const int64_t j8 = rsc / 8 * 8;
             for (int64_t kk = 0; kk < NR; kk += 8) {
                 const int rows = (int)(nk - kk < 0 ? 0 : nk - kk < 8 ? nk - kk : 8);
-                for (int64_t j = 0; j < j8; j += 8) tsr_transpose8x8(src + kk * rsc + j, rsc, rows, panel + j * NR + kk, NR, 8);
+                for (int64_t j = 0; j < j8; j += 8)
+                    tsr_transpose8x8_of(w, t, (k0 + kk) * rsc + j, rsc, rows, panel + j * NR + kk, NR, 8);
                 for (int64_t j = j8; j < rsc; j++)
-                    for (int64_t q = kk; q < kk + 8; q++) panel[j * NR + q] = q < nk ? src[q * rsc + j] : 0.0f;
+                    for (int64_t q = kk; q < kk + 8; q++)
+                        panel[j * NR + q] = q < nk ? tsr_load_f(w, t, (k0 + q) * rsc + j) : 0.0f;
             }
             continue;
         }

@@ -94,20 +94,26 @@ static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
 enum { STREAM_ROWS = 16, STREAM_BLOCK = 32768, STREAM_WIDTH = 512, STREAM_SUMS = STREAM_ROWS * (STREAM_WIDTH + 16) * 4 };
 #else
 /* Rows of C that stream_rows takes (row-major B read in place), and the
- * f32 sums its chunk of columns keeps in L1. */
-enum { STREAM_ROWS = 4, STREAM_ACC = 4096 };
+ * f32 sums its chunk of columns keeps in L1. On AVX2 (Zen 3, two threads)
+ * streaming up to 16 rows beat the micro-kernel reading B in place (a
+ * line per k row, ldb apart) and packing B alike: 6 x 4096 x 4096 28 ->
+ * 34-48 GFLOP/s, 8 x 4096 x 4096 16-20 -> 39-60, 16 x 4096 x 4096 20-32
+ * -> 46-66 (ranges: this VM's spread over repeats). AVX-512 keeps the
+ * rows it was measured with. */
+enum { STREAM_ROWS = VL == 8 ? 16 : 4, STREAM_ACC = 4096 };
 #endif
 
-/* Without packing, B (f32) is read in place: row-major B by the micro-kernel,
+/* Without packing, B is read in place: f32 row-major B by the micro-kernel,
  * transposed B (rows of op(B)^T, the Llama weight layout) as dot products
- * with rows of A, which then must be f32 and untransposed too. bf16 B is
- * read in place by stream_rows only. */
+ * with rows of A, which then must be untransposed and of B's dtype. f16 and
+ * bf16 row-major B (and, with GEMM_BF16_DOT, bf16 B) are read in place by
+ * stream_rows only. */
 static bool can_skip_pack_b(const tsr_gemm_desc *d) {
 #ifdef GEMM_BF16_DOT
     return d->trans_b == TSR_NO_TRANS && d->m <= STREAM_ROWS;
 #else
-    if (d->b_dtype != TSR_F32) return false;
-    return d->trans_b == TSR_NO_TRANS || (d->a_dtype == TSR_F32 && d->trans_a == TSR_NO_TRANS);
+    if (d->trans_b) return d->trans_a == TSR_NO_TRANS && d->a_dtype == d->b_dtype;
+    return d->b_dtype == TSR_F32 || (d->m <= STREAM_ROWS && d->a_dtype == d->b_dtype);
 #endif
 }
 
@@ -136,7 +142,16 @@ static void blis_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
      * Row-major B up to 1 MiB (512 x 512) stays in L2 and is read in place
      * faster than packed (Zen 4: 256^3 1.09x, 512^3 1.06x; 1024^3 0.94x). */
     const bool b_in_l2 = d->trans_b == TSR_NO_TRANS && d->k * d->n <= 512 * 512;
-    s->v[KNOB_PACK_B] = !((d->m <= 4 * MR || b_in_l2) && can_skip_pack_b(d));
+#if VL == 8
+    /* AVX2 (Zen 3, two threads): past the stream path's rows, a row-major
+     * B larger than L2 read in place by the micro-kernel (a line per k
+     * row, ldb apart) lost to packing it: 24 x 4096 x 4096 23.2 -> 49.7
+     * GFLOP/s */
+    const bool skinny = d->trans_b ? d->m <= 4 * MR : d->m <= STREAM_ROWS;
+#else
+    const bool skinny = d->m <= 4 * MR;
+#endif
+    s->v[KNOB_PACK_B] = !((skinny || b_in_l2) && can_skip_pack_b(d));
     /* Many small matrices: one thread per matrix beats splitting each. */
     double flops = 2.0 * (double)d->m * (double)d->n * (double)d->k;
     s->v[KNOB_BATCH_PAR] = d->batch >= ctx->num_threads && flops < 2.0 * 128 * 128 * 128;
@@ -315,9 +330,9 @@ static inline __attribute__((always_inline)) void micro_kernel(const int nv, int
 static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
     int64_t p = 0;
-    if (d->a_dtype == TSR_F32 && !d->trans_a) /* rows of A become columns: 8 k at a time */
-        for (const float *a = (const float *)j->a + i0 * d->lda + p0; p + 8 <= kc; p += 8)
-            tsr_transpose8x8(a + p, d->lda, (int)mr, dst + p * MR, MR, MR);
+    if (!d->trans_a) /* rows of A become columns: 8 k at a time */
+        for (; p + 8 <= kc; p += 8)
+            tsr_transpose8x8_of(j->a, d->a_dtype, i0 * d->lda + p0 + p, d->lda, (int)mr, dst + p * MR, MR, MR);
     for (; p < kc; p++) {
         for (int64_t i = 0; i < mr; i++) {
             int64_t idx = d->trans_a ? (p0 + p) * d->lda + i0 + i : (i0 + i) * d->lda + p0 + p;
@@ -330,14 +345,15 @@ static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
 /* B(p, j) for k in [p0, p0+kc) and columns [j0, j0+nr) into an NR-column panel. */
 static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr, float *dst) {
     const tsr_gemm_desc *d = &j->g->d;
+    const tsr_dtype t = d->b_dtype;
     if (d->trans_b) {
         /* Stored rows of B (columns of op(B)) 8 at a time, 8 k at a time,
          * through an 8x8 transpose in registers; the panel stays in L1. */
-        const int64_t kfull = d->b_dtype == TSR_F32 ? kc / 8 * 8 : 0;
+        const int64_t kfull = kc / 8 * 8;
         for (int64_t c = 0; c < nr; c += 8) {
-            const float *src = (const float *)j->b + (j0 + c) * d->ldb + p0;
-            for (int64_t p = 0; p < kfull; p += 8)
-                tsr_transpose8x8(src + p, d->ldb, (int)(nr - c < 8 ? nr - c : 8), dst + p * NR + c, NR, 8);
+            const int rows = (int)(nr - c < 8 ? nr - c : 8);
+            const int64_t base = (j0 + c) * d->ldb + p0;
+            for (int64_t p = 0; p < kfull; p += 8) tsr_transpose8x8_of(j->b, t, base + p, d->ldb, rows, dst + p * NR + c, NR, 8);
         }
         for (int64_t c = 0; c < nr; c++) {
             const int64_t base = (j0 + c) * d->ldb + p0;
@@ -349,10 +365,13 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
     }
     for (int64_t p = 0; p < kc; p++) {
         float *row = dst + p * NR;
-        if (d->b_dtype == TSR_F32) {
+        if (t == TSR_F32) {
             memcpy(row, (const float *)j->b + (p0 + p) * d->ldb + j0, sizeof(float) * (size_t)nr);
         } else {
-            for (int64_t c = 0; c < nr; c++) row[c] = load_in(j->b, d->b_dtype, (p0 + p) * d->ldb + j0 + c);
+            for (int64_t c = 0; c < nr; c += VL) {
+                const int n = (int)(nr - c < VL ? nr - c : VL);
+                vf_store_n(row + c, vf_load_n_dtype(j->b, t, (p0 + p) * d->ldb + j0 + c, n), n);
+            }
         }
         for (int64_t c = nr; c < NR; c++) row[c] = 0.0f;
     }
@@ -507,25 +526,47 @@ static void dot_store(const job *j, const float tot[DOT_MAX_ROWS][DOT_MAX_COLS],
         }
 }
 
-/* Rows [i0, i0+mr) x columns [j0, j0+nr) of C, an R x CC tile (constants
- * after inlining) of dot products over K. */
+/* One vector of the k values from element p of a row of dtype t, as f32:
+ * f32 and f16 (F16C) VL values in order; bf16 2 VL values of which part h
+ * takes the evens (0) or the odds (1), one operation per vector and no
+ * lane shuffle (vf_load_bf16_evens_odds). A dot product only sums, so A
+ * and B permuted alike give the same terms. */
+static inline __attribute__((always_inline)) vf dot_part(const char *row, tsr_dtype t, int64_t p, int h) {
+    if (t != TSR_BF16) return vf_load_dtype(row, t, p);
+    vf even, odd;
+    vf_load_bf16_evens_odds(row, p, &even, &odd);
+    return h ? odd : even;
+}
+
+/* Rows [i0, i0+mr) x columns [j0, j0+nr) of C, an R x CC tile of dot
+ * products over K with inputs of dtype t (constants after inlining): f16
+ * and bf16 widened in registers, so B is read once at its own width. */
 static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t i0, int mr, int64_t j0, int nr,
-                                                           const int R, const int CC) {
+                                                           const int R, const int CC, const tsr_dtype t) {
     const tsr_gemm_desc *d = &j->g->d;
-    const int64_t K = d->k, kfull = K / VL * VL;
-    const float *A = (const float *)j->a, *B = (const float *)j->b;
-    const float *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
-    for (int c = 0; c < CC; c++) brow[c] = B + (j0 + (c < nr ? c : 0)) * d->ldb;
-    for (int r = 0; r < R; r++) arow[r] = A + (i0 + (r < mr ? r : 0)) * d->lda;
+    const int parts = t == TSR_BF16 ? 2 : 1;
+    const int64_t K = d->k, kfull = K / (parts * VL) * (parts * VL), es = (int64_t)tsr_dtype_size(t);
+    const char *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
+    for (int c = 0; c < CC; c++) brow[c] = j->b + (j0 + (c < nr ? c : 0)) * d->ldb * es;
+    for (int r = 0; r < R; r++) arow[r] = j->a + (i0 + (r < mr ? r : 0)) * d->lda * es;
     vf acc[DOT_MAX_ROWS][DOT_MAX_COLS];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < CC; c++) acc[r][c] = vf_zero();
-    for (int64_t p = 0; p <= K - VL || (p < K && p == kfull); p += VL) {
-        const int n = p < kfull ? VL : (int)(K - p);
+    for (int64_t p = 0; p < kfull; p += parts * VL)
+        for (int h = 0; h < parts; h++) {
+            vf b[DOT_MAX_COLS];
+            for (int c = 0; c < CC; c++) b[c] = dot_part(brow[c], t, p, h);
+            for (int r = 0; r < R; r++) {
+                const vf a = dot_part(arow[r], t, p, h);
+                for (int c = 0; c < CC; c++) acc[r][c] = vf_fma(a, b[c], acc[r][c]);
+            }
+        }
+    for (int64_t p = kfull; p < K; p += VL) { /* the tail in order, masked */
+        const int n = (int)(K - p < VL ? K - p : VL);
         vf b[DOT_MAX_COLS];
-        for (int c = 0; c < CC; c++) b[c] = vf_load_n(brow[c] + p, n);
+        for (int c = 0; c < CC; c++) b[c] = vf_load_n_dtype(brow[c], t, p, n);
         for (int r = 0; r < R; r++) {
-            vf a = vf_load_n(arow[r] + p, n);
+            const vf a = vf_load_n_dtype(arow[r], t, p, n);
             for (int c = 0; c < CC; c++) acc[r][c] = vf_fma(a, b[c], acc[r][c]);
         }
     }
@@ -576,22 +617,35 @@ static inline __attribute__((always_inline)) void dot_tile_bf16(const job *j, in
  * few B rows stay in L1/L2 while every group of A rows (all of A is small:
  * M is skinny) passes over them. */
 #ifdef GEMM_BF16_DOT /* bf16 B is never read in place but by this path */
-#define DOT_TILE dot_tile_bf16
+#define DOT_TILE(j, i0, mr, j0, nr, R, CC, t) ((void)(t), dot_tile_bf16(j, i0, mr, j0, nr, R, CC))
 #define DOT_COLS 4
 #else
 #define DOT_TILE dot_tile
 #define DOT_COLS 3
 #endif
-static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
+static inline __attribute__((always_inline)) void dot_columns_of(const job *j, int64_t jlo, int64_t jhi,
+                                                                 const tsr_dtype t) {
     const int64_t M = j->g->d.m;
     if (M == 1) {
-        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) DOT_TILE(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8);
+        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) DOT_TILE(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8, t);
         return;
     }
     for (int64_t j0 = jlo; j0 < jhi; j0 += DOT_COLS)
         for (int64_t i0 = 0; i0 < M; i0 += 4)
             DOT_TILE(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < DOT_COLS ? jhi - j0 : DOT_COLS), 4,
-                     DOT_COLS);
+                     DOT_COLS, t);
+}
+
+static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
+#ifdef GEMM_BF16_DOT
+    dot_columns_of(j, jlo, jhi, TSR_BF16);
+#else
+    switch (j->g->d.b_dtype) {
+    case TSR_BF16: dot_columns_of(j, jlo, jhi, TSR_BF16); break;
+    case TSR_F16: dot_columns_of(j, jlo, jhi, TSR_F16); break;
+    default: dot_columns_of(j, jlo, jhi, TSR_F32); break;
+    }
+#endif
 }
 
 #ifdef GEMM_BF16_DOT
@@ -688,14 +742,57 @@ static void stream_rows(const job *j, char *region, int tid, int nth) {
     }
 }
 #else
-/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major f32 B: each
+/* acc[r][0, nc) += the sum over q < Q of a[r][q] times the row of B (dtype
+ * t) at element brow[q], for R rows; constants after inlining, so that the
+ * whole vectors run unmasked, with no branch per vector. */
+static inline __attribute__((always_inline)) void stream_pass(float *const acc[STREAM_ROWS], const void *b,
+                                                              const int64_t brow[4], const vf a[STREAM_ROWS][4],
+                                                              int64_t nc, const int R, const int Q, const tsr_dtype t) {
+    int64_t c = 0;
+    for (; c + VL <= nc; c += VL) {
+        vf bv[4];
+        for (int q = 0; q < Q; q++) bv[q] = vf_load_dtype(b, t, brow[q] + c);
+        for (int r = 0; r < R; r++) {
+            vf x = vf_load(acc[r] + c);
+            for (int q = 0; q < Q; q++) x = vf_fma(a[r][q], bv[q], x);
+            vf_store(acc[r] + c, x);
+        }
+    }
+    if (c < nc) {
+        const int n = (int)(nc - c);
+        vf bv[4];
+        for (int q = 0; q < Q; q++) bv[q] = vf_load_n_dtype(b, t, brow[q] + c, n);
+        for (int r = 0; r < R; r++) {
+            vf x = vf_load_n(acc[r] + c, n);
+            for (int q = 0; q < Q; q++) x = vf_fma(a[r][q], bv[q], x);
+            vf_store_n(acc[r] + c, x, n);
+        }
+    }
+}
+
+/* stream_pass for the run-time row count mr (1..STREAM_ROWS). */
+static inline __attribute__((always_inline)) void stream_pass_rows(float *const acc[STREAM_ROWS], const void *b,
+                                                                   const int64_t brow[4], const vf a[STREAM_ROWS][4],
+                                                                   int64_t nc, int mr, const int Q, const tsr_dtype t) {
+    int r0 = 0;
+    for (; r0 + 4 <= mr; r0 += 4) stream_pass(acc + r0, b, brow, a + r0, nc, 4, Q, t);
+    switch (mr - r0) {
+    case 1: stream_pass(acc + r0, b, brow, a + r0, nc, 1, Q, t); break;
+    case 2: stream_pass(acc + r0, b, brow, a + r0, nc, 2, Q, t); break;
+    case 3: stream_pass(acc + r0, b, brow, a + r0, nc, 3, Q, t); break;
+    default: break;
+    }
+}
+
+/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major B of dtype t
+ * (f16/bf16 widened as loaded, so B is read at its own width): each
  * row of B is read once, contiguously (the hardware prefetcher follows),
  * into accumulators that stay in L1: 16 KiB of them, so one row gets 4096
  * columns a pass (the prefetcher restarts at every page a segment ends in). */
-static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
+static inline __attribute__((always_inline)) void stream_rows_of(const job *j, int64_t jlo, int64_t jhi,
+                                                                 const tsr_dtype t) {
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
-    const float *B = (const float *)j->b;
     _Alignas(64) float accs[STREAM_ACC];
     const int mr = (int)d->m;
     const int64_t cols = STREAM_ACC / mr / VL * VL;
@@ -709,46 +806,40 @@ static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
          * last k % 4 rows one at a time */
         int64_t p = 0;
         for (; p + 4 <= d->k; p += 4) {
-            const float *brow[4];
+            int64_t brow[4];
             vf a[STREAM_ROWS][4];
             for (int q = 0; q < 4; q++) {
-                brow[q] = B + (p + q) * d->ldb + c0;
+                brow[q] = (p + q) * d->ldb + c0;
                 for (int r = 0; r < mr; r++)
-                    a[r][q] = vf_set1(load_in(j->a, d->a_dtype, d->trans_a ? (p + q) * d->lda + r : r * d->lda + p + q));
+                    a[r][q] = vf_set1(load_in(j->a, t, d->trans_a ? (p + q) * d->lda + r : r * d->lda + p + q));
             }
-            for (int64_t c = 0; c < nc; c += VL) {
-                const int n = (int)(nc - c < VL ? nc - c : VL);
-                vf b[4];
-                for (int q = 0; q < 4; q++) b[q] = vf_load_n(brow[q] + c, n);
-                for (int r = 0; r < mr; r++) {
-                    vf x = vf_load_n(acc[r] + c, n);
-                    for (int q = 0; q < 4; q++) x = vf_fma(a[r][q], b[q], x);
-                    vf_store_n(acc[r] + c, x, n);
-                }
-            }
+            stream_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 4, t);
         }
         for (; p < d->k; p++) {
-            const float *brow = B + p * d->ldb + c0;
-            vf a[STREAM_ROWS];
+            const int64_t brow[4] = {p * d->ldb + c0};
+            vf a[STREAM_ROWS][4];
             for (int r = 0; r < mr; r++)
-                a[r] = vf_set1(load_in(j->a, d->a_dtype, d->trans_a ? p * d->lda + r : r * d->lda + p));
-            for (int64_t c = 0; c < nc; c += VL) {
-                const int n = (int)(nc - c < VL ? nc - c : VL);
-                vf b = vf_load_n(brow + c, n);
-                for (int r = 0; r < mr; r++) vf_store_n(acc[r] + c, vf_fma(a[r], b, vf_load_n(acc[r] + c, n)), n);
-            }
+                a[r][0] = vf_set1(load_in(j->a, t, d->trans_a ? p * d->lda + r : r * d->lda + p));
+            stream_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 1, t);
         }
         for (int r = 0; r < mr; r++)
             for (int64_t c = 0; c < nc; c++) {
-                int64_t col = c0 + c;
-                float *cp = j->c + r * d->ldc + col;
+                const int64_t col = c0 + c, ci = r * d->ldc + col;
                 float v = d->alpha * acc[r][c];
-                if (d->beta != 0.0f) v += d->beta * *cp;
-                *cp = tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? r : col, j->batch_index, r, col);
+                if (d->beta != 0.0f) v += d->beta * tsr_load_f(j->cn, d->c_dtype, ci);
+                tsr_store_f(j->cn, d->c_dtype, ci,
+                            tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? r : col, j->batch_index, r, col));
             }
     }
 }
 
+static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
+    switch (j->g->d.b_dtype) {
+    case TSR_BF16: stream_rows_of(j, jlo, jhi, TSR_BF16); break;
+    case TSR_F16: stream_rows_of(j, jlo, jhi, TSR_F16); break;
+    default: stream_rows_of(j, jlo, jhi, TSR_F32); break;
+    }
+}
 #endif /* GEMM_BF16_DOT */
 
 /* One matrix, by a team of nth threads (tid in it), with shared buffers
