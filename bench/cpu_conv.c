@@ -336,8 +336,14 @@ int conv_suite_main(const char *const *sets, int nsets, int threads, int quick, 
             const double ratio[NR_] = {v[2] > 0 ? v[0] / v[2] : 0, v[3] > 0 ? v[0] / v[3] : 0, v[3] > 0 ? v[1] / v[3] : 0};
             char label[80];
             snprintf(label, sizeof label, "%s %s", tsr_dtype_name(c->d.x_dtype), c->shape);
-            printf("%-26s %9.1f %14.1f %9.1f %10.1f", label, v[0], v[1], v[2], v[3]);
-            for (int k = 0; k < NR_; k++) printf(" %8.2fx", ratio[k]);
+            printf("%-26s", label);
+            const int width[NIMPL] = {9, 14, 9, 10};
+            for (int k = 0; k < NIMPL; k++) /* "-": not run, or failed (its error is in the log above) */
+                if (v[k] > 0) printf(" %*.1f", width[k], v[k]);
+                else printf(" %*s", width[k], "-");
+            for (int k = 0; k < NR_; k++)
+                if (ratio[k] > 0) printf(" %8.2fx", ratio[k]);
+                else printf(" %9s", "-");
             const double best = v[0] > v[1] ? v[0] : v[1];
             printf(" %6.1f%%\n", peak > 0 ? 100 * best / peak : 0);
             for (int k = 0; k < NR_; k++)

@@ -14,7 +14,7 @@ static bool absent(int threads, char *why, size_t n) {
 #endif
 
 #ifdef TSR_BENCH_NO_ONEDNN
-const gemm_impl impl_onednn = {"onednn", absent, NULL, NULL, NULL};
+const gemm_impl impl_onednn = {"onednn", absent, NULL, NULL, NULL, NULL};
 
 row_prim *row_onednn_create(int op, tsr_dtype t, int64_t rows, int64_t cols, float epsilon, const char **why) {
     (void)op, (void)t, (void)rows, (void)cols, (void)epsilon;
@@ -28,6 +28,6 @@ int row_onednn_run(row_prim *p, const void *x, const void *g, const float *gamma
 void row_onednn_destroy(row_prim *p) { (void)p; }
 #endif
 #ifdef TSR_BENCH_NO_OPENBLAS
-const gemm_impl impl_openblas = {"openblas", absent, NULL, NULL, NULL};
+const gemm_impl impl_openblas = {"openblas", absent, NULL, NULL, NULL, NULL};
 void openblas_fair_coretype(char **argv) { (void)argv; }
 #endif

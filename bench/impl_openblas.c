@@ -35,5 +35,7 @@ static int sgemm(int ta, int tb, int64_t m, int64_t n, int64_t k, const float *a
     return 0;
 }
 
+static const char *last_error(void) { return "cblas_sgemm reports no errors"; }
+
 /* OpenBLAS has no int8 GEMM; Debian's build does not export cblas_sbgemm. */
-const gemm_impl impl_openblas = {"openblas", init, sgemm, NULL, NULL};
+const gemm_impl impl_openblas = {"openblas", init, sgemm, NULL, NULL, last_error};

@@ -37,4 +37,4 @@ static int gemm_bf16(int ta, int tb, int64_t m, int64_t n, int64_t k, const uint
     return tsr_gemm(ctx, &d, a, b, c) == TSR_OK ? 0 : -1;
 }
 
-const gemm_impl impl_tessera = {"tessera", init, sgemm, gemm_i8, gemm_bf16};
+const gemm_impl impl_tessera = {"tessera", init, sgemm, gemm_i8, gemm_bf16, tsr_last_error};

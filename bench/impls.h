@@ -16,6 +16,8 @@ typedef struct gemm_impl {
     int (*gemm_i8)(int ta, int tb, int64_t m, int64_t n, int64_t k, const int8_t *a, const int8_t *b, int32_t *c);
     /* bf16 x bf16 -> f32 (bf16 as raw bits), alpha 1, beta 0; NULL when none */
     int (*gemm_bf16)(int ta, int tb, int64_t m, int64_t n, int64_t k, const uint16_t *a, const uint16_t *b, float *c);
+    /* why the last call that returned nonzero failed */
+    const char *(*last_error)(void);
 } gemm_impl;
 
 extern const gemm_impl impl_tessera, impl_onednn, impl_openblas;
