@@ -335,11 +335,13 @@ int main(int argc, char **argv) {
 
     int want_dt[NUM_DT], any = 0;
     for (int dt = 0; dt < NUM_DT; dt++) any |= want_dt[dt] = !dtypes[0] || strstr(dtypes, dt_names[dt]) != NULL;
-    /* by default, int8 only where Tessera has a kernel for it (else the
-     * reference would run for minutes); asked for, it runs anyway */
-    if (!dtypes[0] && !peak_i8_available()) {
+    /* by default, int8 only where Tessera has a kernel for it (AVX-512
+     * VNNI or AVX2; else the reference would run for minutes); asked for,
+     * it runs anyway */
+    if (!dtypes[0] && strncmp(info.arch, "x86_", 4)) {
         want_dt[DT_I8] = 0;
-        printf("skip i8: this CPU has no AVX-512 VNNI, Tessera's int8 GEMM would be the reference (--dtypes i8 runs it)\n");
+        printf("skip i8: Tessera has no int8 GEMM for CPU arch %s, only the reference (--dtypes i8 runs it)\n",
+               info.arch);
     }
     if (!any) return fprintf(stderr, "tessera-bench: --dtypes for the cpu GEMM: f32, bf16, i8, not '%s'\n", dtypes), 2;
     char name[192];

@@ -229,7 +229,8 @@ typedef struct icase {
     int8_t fill; /* 0: pseudo-random bytes; else every element this value */
 } icase;
 
-static void check_i8(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const icase *x, const tsr_schedule *s) {
+/* false when s is not valid for the problem (nothing run) */
+static bool check_i8(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, const icase *x, const tsr_schedule *s) {
     tsr_gemm_desc d;
     tsr_gemm_desc_init(&d);
     d.m = x->m, d.n = x->n, d.k = x->k, d.trans_a = (tsr_transpose)x->ta, d.trans_b = (tsr_transpose)x->tb;
@@ -253,7 +254,8 @@ static void check_i8(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, co
     p.u.gemm.a = a, p.u.gemm.b = b, p.u.gemm.c = c2;
     char why[128];
     ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s", why);
-    if (!k->schedule_valid(&p, ctx, s)) goto done;
+    const bool valid = k->schedule_valid(&p, ctx, s);
+    if (!valid) goto done;
     ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
     for (size_t i = 0; i < nc; i++)
         ck_assert_msg(c1[i] == c2[i], "%s %lldx%lldx%lld b%lld T%d%d a%g b%g mc%d kc%d nc%d path%d: c[%zu] = %d, want %d",
@@ -261,71 +263,76 @@ static void check_i8(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, co
                       (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3], i, c2[i], c1[i]);
 done:
     free(a), free(b), free(c1), free(c2);
+    return valid;
 }
 
-START_TEST(vnni_int8) {
-    const tsr_kernel *k = tsr_registry_find("gemm.x86_avx512_vnni.s8");
-    ck_assert_ptr_nonnull(k);
-    tsr_context *ctx = NULL, *ref = tt_ref_context();
-    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
-    tsr_problem probe;
-    memset(&probe, 0, sizeof probe);
-    probe.op = TSR_OP_GEMM;
-    tsr_gemm_desc_init(&probe.u.gemm.d);
-    probe.u.gemm.d.a_dtype = probe.u.gemm.d.b_dtype = TSR_I8, probe.u.gemm.d.c_dtype = TSR_I32;
-    char why[128];
-    if (!tsr_kernel_supports(k, &probe, ctx, why, sizeof why)) {
-        printf("SKIP gemm_x86: %s: %s\n", k->name, why);
-        goto out;
-    }
-    /* mc, kc, nc, path (0 packed, 1 dot, 2 stream; an inapplicable path is skipped) */
-    const tsr_schedule scheds[] = {{{48, 256, 1008, 0}}, {{96, 512, 2016, 0}}, {{192, 1024, 2016, 1}},
-                                   {{48, 256, 1008, 1}}, {{48, 256, 1008, 2}}};
-    const icase cases[] = {
-        {1, 1, 1, 0, 0, 1, 0, 1, 0},
-        {5, 17, 130, 0, 1, 1, 0, 1, 0},          /* k % 4 = 2, dot path */
-        {1, 37, 300, 0, 1, 1, 1, 1, 0},          /* decode: the 1 x 8 dot tile, a column tail of 5 */
-        {9, 49, 257, 0, 0, 1, 1, 1, 0},          /* MR+1, NR+1, kc+1 */
-        {49, 1009, 515, 1, 1, 1, 0, 1, 0},       /* mc+1, nc+1, 2*kc+3 */
-        {16, 100, 1027, 1, 1, 1, 1, 1, 0},       /* dot path with A stored k x m */
-        {3, 97, 65, 0, 1, 0.5f, -2, 1, 0},       /* alpha/beta rounded: one K block */
-        {21, 101, 1001, 0, 1, 1, 1, 1, 0},       /* B n x k with ldb % 4 == 0: packed by transposes; equal K blocks */
-        {19, 70, 291, 0, 0, 1, 1, 1, 0},         /* lda % 4 == 0: A packed by transposes; ragged rows and panel */
-        {13, 47, 700, 0, 0, 2, 0.25f, 1, 0},
-        {11, 19, 23, 1, 0, 1, 1, 4, 0},          /* batch */
-        {8, 48, 0, 0, 0, 1, 1, 1, 0},            /* k == 0: C unchanged with beta 1 */
-        {8, 48, 0, 0, 1, 3, 0.5f, 1, 0},         /* k == 0, beta rounded */
-        {2, 3, 140000, 0, 1, 1, 0, 1, -128},     /* 16384 k overflows int32: wraps like the reference */
-        {2, 3, 140000, 0, 0, 1, 1, 1, -128},
-        /* two threads split the packed path by column panels or, when those
-         * do not split evenly, by row panels (each packing its own copies) */
-        {24, 192, 300, 0, 1, 1, 0, 2, 0},        /* columns, B stored n x k, batch */
-        {64, 40, 600, 0, 0, 1, 1, 1, 0},         /* rows, beta 1 */
-        {64, 40, 600, 1, 0, 1, 0, 3, 0},         /* rows, A stored k x m, batch */
-        {48, 40, 400, 1, 1, 0.5f, -2, 1, 0},     /* rows, alpha/beta rounded */
-        /* the stream path (M <= 16, row-major B): k % 4 = 2, a ragged group of 64 columns */
-        {4, 200, 130, 0, 0, 1, 0, 1, 0},
-        {3, 1100, 77, 1, 0, 1, 1, 3, 0},         /* A stored k x m, three 512-column chunks, beta 1, batch */
-        {2, 65, 33, 0, 0, 0.5f, -2, 1, 0},       /* alpha/beta rounded */
-        {1, 2100, 9, 0, 0, 1, 0, 2, 127},        /* every byte 127: the b + 128 correction at its largest */
-        {2, 4200, 70, 0, 0, 1, 1, 1, 0},         /* 2048-column chunks, a ragged third; two k blocks of 32 */
-        {16, 1100, 267, 0, 0, 1, 1, 2, 0},       /* 16 rows; k blocks of 64 and a last group of 3 rows */
-        {7, 1000, 130, 1, 0, 1, 0, 1, 0},        /* A stored k x m, an odd row count */
-        {16, 45, 5, 0, 0, 1, 0, 1, -128},       /* every byte -128: b + 128 = 0, all from the row sums */
-        {12, 77, 64, 0, 0, 3, 0.5f, 1, 0},       /* alpha/beta rounded at 12 rows */
-    };
-    int ran = 0;
-    for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
-        for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
-            for (int threads = 1; threads <= 2; threads++) {
-                tsr_context_set_num_threads(ctx, threads);
-                check_i8(ctx, ref, k, &cases[ci], &scheds[si]);
-                ran++;
-            }
-    printf("gemm_x86: %d int8 VNNI runs checked\n", ran);
+/* The int8 kernels: VNNI (AVX-512) and vpmaddwd (AVX2), each on the
+ * schedules valid for it (the AVX2 kernel has no stream path). */
+START_TEST(int8_kernels) {
+    static const char *const names[] = {"gemm.x86_avx512_vnni.s8", "gemm.x86_avx2.s8"};
+    for (size_t ki = 0; ki < sizeof names / sizeof names[0]; ki++) {
+        const tsr_kernel *k = tsr_registry_find(names[ki]);
+        ck_assert_ptr_nonnull(k);
+        tsr_context *ctx = NULL, *ref = tt_ref_context();
+        ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+        tsr_problem probe;
+        memset(&probe, 0, sizeof probe);
+        probe.op = TSR_OP_GEMM;
+        tsr_gemm_desc_init(&probe.u.gemm.d);
+        probe.u.gemm.d.a_dtype = probe.u.gemm.d.b_dtype = TSR_I8, probe.u.gemm.d.c_dtype = TSR_I32;
+        char why[128];
+        if (!tsr_kernel_supports(k, &probe, ctx, why, sizeof why)) {
+            printf("SKIP gemm_x86: %s: %s\n", k->name, why);
+            goto out;
+        }
+        /* mc, kc, nc, path (0 packed, 1 dot, 2 stream; an inapplicable path is skipped) */
+        const tsr_schedule scheds[] = {{{48, 256, 1008, 0}}, {{96, 512, 2016, 0}}, {{192, 1024, 2016, 1}},
+                                       {{48, 256, 1008, 1}}, {{48, 256, 1008, 2}}};
+        const icase cases[] = {
+            {1, 1, 1, 0, 0, 1, 0, 1, 0},
+            {5, 17, 130, 0, 1, 1, 0, 1, 0},          /* k % 4 = 2, dot path */
+            {1, 37, 300, 0, 1, 1, 1, 1, 0},          /* decode: the 1 x 8 dot tile, a column tail of 5 */
+            {9, 49, 257, 0, 0, 1, 1, 1, 0},          /* MR+1, NR+1, kc+1 */
+            {49, 1009, 515, 1, 1, 1, 0, 1, 0},       /* mc+1, nc+1, 2*kc+3 */
+            {16, 100, 1027, 1, 1, 1, 1, 1, 0},       /* dot path with A stored k x m */
+            {3, 97, 65, 0, 1, 0.5f, -2, 1, 0},       /* alpha/beta rounded: one K block */
+            {21, 101, 1001, 0, 1, 1, 1, 1, 0},       /* B n x k with ldb % 4 == 0: packed by transposes; equal K blocks */
+            {19, 70, 291, 0, 0, 1, 1, 1, 0},         /* lda % 4 == 0: A packed by transposes; ragged rows and panel */
+            {13, 47, 700, 0, 0, 2, 0.25f, 1, 0},
+            {11, 19, 23, 1, 0, 1, 1, 4, 0},          /* batch */
+            {8, 48, 0, 0, 0, 1, 1, 1, 0},            /* k == 0: C unchanged with beta 1 */
+            {8, 48, 0, 0, 1, 3, 0.5f, 1, 0},         /* k == 0, beta rounded */
+            {2, 3, 140000, 0, 1, 1, 0, 1, -128},     /* 16384 k overflows int32: wraps like the reference */
+            {2, 3, 140000, 0, 0, 1, 1, 1, -128},
+            /* two threads split the packed path by column panels or, when those
+             * do not split evenly, by row panels (each packing its own copies) */
+            {24, 192, 300, 0, 1, 1, 0, 2, 0},        /* columns, B stored n x k, batch */
+            {64, 40, 600, 0, 0, 1, 1, 1, 0},         /* rows, beta 1 */
+            {64, 40, 600, 1, 0, 1, 0, 3, 0},         /* rows, A stored k x m, batch */
+            {48, 40, 400, 1, 1, 0.5f, -2, 1, 0},     /* rows, alpha/beta rounded */
+            /* the stream path (M <= 16, row-major B): k % 4 = 2, a ragged group of 64 columns */
+            {4, 200, 130, 0, 0, 1, 0, 1, 0},
+            {3, 1100, 77, 1, 0, 1, 1, 3, 0},         /* A stored k x m, three 512-column chunks, beta 1, batch */
+            {2, 65, 33, 0, 0, 0.5f, -2, 1, 0},       /* alpha/beta rounded */
+            {1, 2100, 9, 0, 0, 1, 0, 2, 127},        /* every byte 127: the b + 128 correction at its largest */
+            {2, 4200, 70, 0, 0, 1, 1, 1, 0},         /* 2048-column chunks, a ragged third; two k blocks of 32 */
+            {16, 1100, 267, 0, 0, 1, 1, 2, 0},       /* 16 rows; k blocks of 64 and a last group of 3 rows */
+            {7, 1000, 130, 1, 0, 1, 0, 1, 0},        /* A stored k x m, an odd row count */
+            {16, 45, 5, 0, 0, 1, 0, 1, -128},       /* every byte -128: b + 128 = 0, all from the row sums */
+            {12, 77, 64, 0, 0, 3, 0.5f, 1, 0},       /* alpha/beta rounded at 12 rows */
+        };
+        int ran = 0;
+        for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
+            for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+                for (int threads = 1; threads <= 2; threads++) {
+                    tsr_context_set_num_threads(ctx, threads);
+                    ran += check_i8(ctx, ref, k, &cases[ci], &scheds[si]);
+                }
+        printf("gemm_x86: %s: %d int8 runs checked\n", k->name, ran);
 out:
-    tsr_context_destroy(ctx);
-    tsr_context_destroy(ref);
+        tsr_context_destroy(ctx);
+        tsr_context_destroy(ref);
+    }
 }
 END_TEST
 
@@ -402,7 +409,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, blocks_schedules_threads);
     tcase_add_test(tc, inplace_residual);
-    tcase_add_test(tc, vnni_int8);
+    tcase_add_test(tc, int8_kernels);
     tcase_add_test(tc, activation_tails);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
