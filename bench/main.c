@@ -107,7 +107,7 @@ static void register_peaks(bool f32, bool bf16, bool i8) {
     if (bf16)
         gb_register("peak/bf16/vdpbf16ps/avx512_bf16/registers", bench_peak_bf16, NULL,
                     peak_bf16_flops_per_iter(peak_iters, threads), 0);
-    if (i8) gb_register("peak/i8/vpdpbusd/avx512_vnni/registers", bench_peak_i8, NULL, peak_i8_ops_per_iter(peak_iters, threads), 0);
+    if (i8) gb_register(peak_i8_name(), bench_peak_i8, NULL, peak_i8_ops_per_iter(peak_iters, threads), 0);
 }
 
 static void usage(void) {
@@ -394,7 +394,7 @@ int main(int argc, char **argv) {
         printf("\nsummary: GFLOP/s (i8: GOP/s), %d threads; peak = %.1f GFLOP/s (fastest measured FMA run)", threads,
                peak[DT_F32]);
         if (peak[DT_BF16] > 0) printf(", bf16 %.1f GFLOP/s (fastest measured vdpbf16ps run)", peak[DT_BF16]);
-        if (peak[DT_I8] > 0) printf(", i8 %.1f GOP/s (fastest measured vpdpbusd run)", peak[DT_I8]);
+        if (peak[DT_I8] > 0) printf(", i8 %.1f GOP/s (fastest measured %s run)", peak[DT_I8], peak_i8_name());
         const double ukr = peak_ukr_best();
         if (ukr > 0) printf(";\nf32 micro-kernel ceiling = %.1f GFLOP/s (8x48 tile, panels in L1: %% ukr)", ukr);
         printf("\n%-32s", "gemm shape");
@@ -423,7 +423,7 @@ int main(int argc, char **argv) {
                 if (err[k] || err[0] || g[k] <= 0) printf("  %10s ", "-");
                 else printf("  %9.2fx ", g[0] / g[k]);
             const double lim = peak[cases[i].dt];
-            if (lim > 0) printf("  %5.1f%%", 100 * g[0] / lim);
+            if (lim > 0 && !err[0]) printf("  %5.1f%%", 100 * g[0] / lim);
             else printf("  %6s", "-");
             if (cases[i].dt == DT_F32 && ukr > 0 && !err[0]) printf("  %5.1f%%\n", 100 * g[0] / ukr);
             else printf("  %6s\n", "-");

@@ -4,8 +4,10 @@
 const char *peak_isa(void);                          /* "avx512", "avx2" */
 double peak_flops_per_iter(long iters, int threads); /* flops of one peak_run */
 float peak_run(long iters, int threads);
-/* int8 (AVX-512 VNNI vpdpbusd): ops = 2 per multiply-add */
+/* int8 (AVX-512 VNNI vpdpbusd, else AVX2 vpmaddwd on int16): ops = 2 per
+ * multiply-add */
 int peak_i8_available(void);
+const char *peak_i8_name(void);
 double peak_i8_ops_per_iter(long iters, int threads);
 float peak_i8_run(long iters, int threads);
 /* f32 (AVX-512 only): the GEMM's 8 x 48 micro-kernel on panels in L1,

@@ -8,7 +8,7 @@
  * sums on this ISA for full-range data, as its documentation warns).
  *
  * Two paths:
- *  - packed (Goto loops jc > pc > ic, 6 x 16 micro-tiles: 12 ymm
+ *  - packed (Goto loops jc > pc > ic, 4 x 16 micro-tiles: 8 ymm
  *    accumulators; A and B panels hold a k pair per 32-bit word);
  *  - dot (M <= 16, A row-major, B stored n x k: the x W^T decode shapes):
  *    rows of A against rows of B read in place, 16 k a step, so B streams
@@ -23,7 +23,7 @@
 #include "x86_tiles.h"
 #include "internal.h"
 
-#define MR 6
+#define MR 4
 #define NR 16
 #define NAME "gemm.x86_avx2.s8"
 #define FEATURES (TSR_CPU_AVX2 | TSR_CPU_FMA)
@@ -127,7 +127,7 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t kq, const
     for (int64_t q = 0; q < kq; q++) {
         const __m256i b0 = _mm256_loadu_si256((const __m256i *)(bp + q * NR)),
                       b1 = _mm256_loadu_si256((const __m256i *)(bp + q * NR + 8));
-#pragma GCC unroll 6
+#pragma GCC unroll 4
         for (int i = 0; i < MR; i++) {
             const __m256i a = _mm256_set1_epi32((int)ap[q * MR + i]);
             acc[i][0] = _mm256_add_epi32(acc[i][0], _mm256_madd_epi16(a, b0));
@@ -148,28 +148,51 @@ static inline int32_t combine(const tsr_gemm_desc *d, int32_t sum, int32_t c, bo
     return !first || d->beta == 1.0f ? (int32_t)((uint32_t)sum + (uint32_t)c) : sum;
 }
 
-/* The tile's sums into C: whole tiles that wrap from the registers, others
- * element by element. */
-static void store_tile(const job *j, __m256i acc[MR][2], int64_t i0, int64_t mr, int64_t j0, int64_t nr, bool first) {
+/* A whole tile of sums that wrap, into C from the registers: the first K
+ * block sets C (adding it when beta is 1), later blocks add. False for
+ * any other tile. */
+static inline __attribute__((always_inline)) bool store_tile_regs(const job *j, __m256i acc[MR][2], int64_t i0,
+                                                                  int64_t mr, int64_t j0, int64_t nr, bool first) {
     const tsr_gemm_desc *d = j->d;
-    if (wrapping_sum(d) && mr == MR && nr == NR) {
-        const bool add_c = !first || d->beta == 1.0f;
-        for (int i = 0; i < MR; i++) {
-            int32_t *crow = j->c + (i0 + i) * d->ldc + j0;
-            for (int v = 0; v < 2; v++) {
-                __m256i r = acc[i][v];
-                if (add_c) r = _mm256_add_epi32(r, _mm256_loadu_si256((const __m256i *)(crow + v * 8)));
-                _mm256_storeu_si256((__m256i *)(crow + v * 8), r);
-            }
+    if (!wrapping_sum(d) || mr != MR || nr != NR) return false;
+    const bool add_c = !first || d->beta == 1.0f;
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; i++) {
+        int32_t *crow = j->c + (i0 + i) * d->ldc + j0;
+#pragma GCC unroll 2
+        for (int v = 0; v < 2; v++) {
+            __m256i r = acc[i][v];
+            if (add_c) r = _mm256_add_epi32(r, _mm256_loadu_si256((const __m256i *)(crow + v * 8)));
+            _mm256_storeu_si256((__m256i *)(crow + v * 8), r);
         }
-        return;
     }
+    return true;
+}
+
+/* Any tile's sums into C, element by element. */
+static __attribute__((noinline)) void store_tile(const job *j, const __m256i acc[MR][2], int64_t i0, int64_t mr,
+                                                 int64_t j0, int64_t nr, bool first) {
+    const tsr_gemm_desc *d = j->d;
     for (int64_t i = 0; i < mr; i++) {
         int32_t t[NR], *crow = j->c + (i0 + i) * d->ldc + j0;
         _mm256_storeu_si256((__m256i *)t, acc[i][0]);
         _mm256_storeu_si256((__m256i *)(t + 8), acc[i][1]);
         for (int64_t c = 0; c < nr; c++) crow[c] = combine(d, t[c], crow[c], first);
     }
+}
+
+/* One tile: the micro-kernel, then the store (from the registers when it
+ * can: through store_tile the accumulators live on the stack, stored at
+ * every k pair). */
+static inline __attribute__((always_inline)) void tile(const job *j, int64_t kq, const uint32_t *restrict ap,
+                                                       const uint32_t *restrict bp, int64_t i0, int64_t mr,
+                                                       int64_t j0, int64_t nr, bool first) {
+    __m256i acc[MR][2];
+    micro_kernel(kq, ap, bp, acc);
+    if (store_tile_regs(j, acc, i0, mr, j0, nr, first)) return;
+    __m256i spill[MR][2]; /* a copy: acc's own address would keep it in memory */
+    memcpy(spill, acc, sizeof spill);
+    store_tile(j, (const __m256i(*)[2])spill, i0, mr, j0, nr, first);
 }
 
 enum { DOT_MAX_ROWS = 4, DOT_MAX_COLS = 8 };
@@ -219,9 +242,10 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
         for (int64_t j0 = jlo; j0 < jhi; j0 += 8) dot_tile(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8);
         return;
     }
-    for (int64_t j0 = jlo; j0 < jhi; j0 += 3)
+    /* 4 x 2: 8 accumulators, 2 + 1 operands and the product in 16 ymm */
+    for (int64_t j0 = jlo; j0 < jhi; j0 += 2)
         for (int64_t i0 = 0; i0 < M; i0 += 4)
-            dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 3 ? jhi - j0 : 3), 4, 3);
+            dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 2 ? jhi - j0 : 2), 4, 2);
 }
 
 /* One matrix by the Goto loops, a team of nth sharing the packed buffers
@@ -257,9 +281,7 @@ static void gemm_one(const job *j, uint32_t *ap, uint32_t *bp, int tid, int nth)
                     const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     tsr_prefetch_tile((const char *)(j->c + (ic + ir * MR) * d->ldc + jc + jr * NR), d->ldc * 4, mr, nr * 4);
-                    __m256i acc[MR][2];
-                    micro_kernel(kq, ap + ir * MR * kq, bp + jr * NR * kq, acc);
-                    store_tile(j, acc, ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
+                    tile(j, kq, ap + ir * MR * kq, bp + jr * NR * kq, ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
                 }
                 /* before the buffers are repacked; after the last block the
                  * caller's barrier (or the team's end) does it */
