@@ -736,9 +736,8 @@ static void combine_row(const flash_job *j, int64_t row, float *acc) {
 /* ------------------------------------------------------------ the kernel */
 
 static bool flash_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
+    (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
     const tsr_attention_desc *d = &p->u.attention.d;
-    if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & ATTN_FEATURES) != ATTN_FEATURES)
-        return tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "attention.%s needs a CPU with its ISA", ATTN_ARCH), false;
     if (d->head_dim > MAX_HEAD_DIM)
         return tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "attention.%s: head_dim > %d", ATTN_ARCH, MAX_HEAD_DIM), false;
     if (d->mask && d->mask_dtype != TSR_F32 && d->mask_dtype != d->dtype)

@@ -74,11 +74,8 @@ static bool is_1x1_gemm(const tsr_conv2d_problem *cp) {
 }
 
 static bool conv_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
+    (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
     const tsr_conv2d_desc *d = &p->u.conv.d;
-    if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & CONV_FEATURES) != CONV_FEATURES) {
-        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "conv2d.%s needs a CPU with its ISA", CONV_ARCH);
-        return false;
-    }
     const tsr_packed_filter *h = p->u.conv.packed;
     if (h && (strcmp(h->producer, CONV_NAME) || h->nr != NR)) {
         tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: the filter was packed for %s", CONV_NAME, h->producer);

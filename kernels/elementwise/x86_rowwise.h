@@ -375,9 +375,7 @@ static tsr_status row_run(tsr_context *ctx, const tsr_problem *p, const tsr_sche
 }
 
 static bool row_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
-    if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & ROW_FEATURES) != ROW_FEATURES)
-        return tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s.%s needs a CPU with its ISA", tsr_op_name(p->op), ROW_ARCH),
-               false;
+    (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
     const tsr_rowwise_desc *d = &p->u.rowwise.d;
     if (!tsr_is_float_dtype(d->x_dtype) || !tsr_is_float_dtype(d->y_dtype))
         return tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s.%s: f32/f16/bf16 only", tsr_op_name(p->op), ROW_ARCH), false;

@@ -40,11 +40,8 @@ static const tsr_knob s8_knobs[] = {
     {"mc", 4, mc_values}, {"kc", 4, kc_values}, {"nc", 3, nc_values}, {"path", 2, path_values}};
 
 static bool s8_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
+    (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
     const tsr_gemm_desc *d = &p->u.gemm.d;
-    if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & FEATURES) != FEATURES) {
-        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, NAME " needs a CPU with AVX2");
-        return false;
-    }
     if (d->a_dtype != TSR_I8 || d->b_dtype != TSR_I8 || d->c_dtype != TSR_I32) {
         tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, NAME ": i8 x i8 -> i32 only");
         return false;

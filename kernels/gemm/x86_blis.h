@@ -54,11 +54,8 @@ static bool residual_overlaps_c(const tsr_gemm_problem *g, const tsr_epilogue_st
 }
 
 static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
+    (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
     const tsr_gemm_desc *d = &p->u.gemm.d;
-    if (ctx->backend != TSR_BACKEND_CPU || (ctx->cpu_features & GEMM_FEATURES) != GEMM_FEATURES) {
-        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s needs a CPU with its ISA", GEMM_NAME);
-        return false;
-    }
     if (d->a_dtype == TSR_I8 || (d->c_dtype != TSR_F32 && d->c_dtype != d->a_dtype)) {
         tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: f32 or f16/bf16 inputs, f32 or input-dtype outputs only", GEMM_NAME);
         return false;
