@@ -267,7 +267,7 @@ done:
 }
 
 /* The int8 kernels: VNNI (AVX-512) and vpmaddwd (AVX2), each on the
- * schedules valid for it (the AVX2 kernel has no stream path). */
+ * schedules valid for it. */
 START_TEST(int8_kernels) {
     static const char *const names[] = {"gemm.x86_avx512_vnni.s8", "gemm.x86_avx2.s8"};
     for (size_t ki = 0; ki < sizeof names / sizeof names[0]; ki++) {

@@ -12,7 +12,10 @@
  *    accumulators; A and B panels hold a k pair per 32-bit word);
  *  - dot (M <= 16, A row-major, B stored n x k: the x W^T decode shapes):
  *    rows of A against rows of B read in place, 16 k a step, so B streams
- *    through once without being packed.
+ *    through once without being packed;
+ *  - stream (M <= 16, row-major B): each row of B read once, contiguously,
+ *    four k rows a pass made into k-pair words in registers, into int32
+ *    sums of a chunk of columns that stay in L1.
  * alpha == 1 with beta 0 or 1 adds in wrapping int32 across K blocks; any
  * other alpha/beta needs the whole sum before rounding, so K is one block. */
 #include <immintrin.h>
@@ -29,15 +32,15 @@
 #define FEATURES (TSR_CPU_AVX2 | TSR_CPU_FMA)
 
 enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PATH };
-enum { PATH_PACKED, PATH_DOT };
+enum { PATH_PACKED, PATH_DOT, PATH_STREAM };
 
 static const int mc_values[] = {48, 96, 192, 384};
 static const int kc_values[] = {256, 512, 1024, 2048};
 static const int nc_values[] = {1024, 2048, 4096};
-static const int path_values[] = {PATH_PACKED, PATH_DOT};
+static const int path_values[] = {PATH_PACKED, PATH_DOT, PATH_STREAM};
 
 static const tsr_knob s8_knobs[] = {
-    {"mc", 4, mc_values}, {"kc", 4, kc_values}, {"nc", 3, nc_values}, {"path", 2, path_values}};
+    {"mc", 4, mc_values}, {"kc", 4, kc_values}, {"nc", 3, nc_values}, {"path", 3, path_values}};
 
 static bool s8_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
@@ -54,19 +57,28 @@ static bool wrapping_sum(const tsr_gemm_desc *d) { return d->alpha == 1.0f && (d
 
 static bool dot_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_TRANS && d->trans_a == TSR_NO_TRANS && d->m <= 16; }
 
+/* Rows of C the stream path takes, and its int32 sums kept in L1. */
+enum { STREAM_ROWS = 16, STREAM_ACC = 4096 };
+
+static bool stream_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_NO_TRANS && d->m <= STREAM_ROWS; }
+
 static void s8_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     (void)ctx;
     const tsr_gemm_desc *d = &p->u.gemm.d;
     s->v[KNOB_MC] = 96;
     s->v[KNOB_KC] = 512; /* a 6 x 512 A panel (12 KiB of words) and a 16-column B panel (32 KiB) */
     s->v[KNOB_NC] = 2048;
-    s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : PATH_PACKED;
+    /* few rows against row-major B: packing B would write as many bytes
+     * as the GEMM reads (Zen 3, two threads, x 4096 x 4096 packed ->
+     * streamed: 1 row 10 -> 65 GOP/s, 16 rows 86 -> 108) */
+    s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : stream_ok(d) ? PATH_STREAM : PATH_PACKED;
 }
 
 static bool s8_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)ctx;
     if (s->v[KNOB_MC] % MR || s->v[KNOB_NC] % NR || s->v[KNOB_KC] % 2 || s->v[KNOB_KC] < 2) return false;
-    return s->v[KNOB_PATH] == PATH_PACKED || dot_ok(&p->u.gemm.d);
+    const int path = s->v[KNOB_PATH];
+    return path == PATH_PACKED || (path == PATH_DOT ? dot_ok(&p->u.gemm.d) : stream_ok(&p->u.gemm.d));
 }
 
 typedef struct job {
@@ -92,10 +104,20 @@ static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc,
     }
 }
 
+/* 16 columns of two rows of B (r1 NULL: zeros) as k-pair words: columns
+ * 0-7 in *lo, 8-15 in *hi. The word unpacks work within 128-bit lanes; a
+ * lane swap puts the columns in order. */
+static inline void pairs16(const int8_t *r0, const int8_t *r1, __m256i *lo, __m256i *hi) {
+    const __m256i x0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)r0));
+    const __m256i x1 = r1 ? _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)r1)) : _mm256_setzero_si256();
+    const __m256i l = _mm256_unpacklo_epi16(x0, x1), h = _mm256_unpackhi_epi16(x0, x1);
+    *lo = _mm256_permute2x128_si256(l, h, 0x20);
+    *hi = _mm256_permute2x128_si256(l, h, 0x31);
+}
+
 /* Columns [j0, j0+nr) of op(B), k in [p0, p0+kc), as k pairs:
  * dst[q * NR + c]; columns past nr and the k past kc read as 0. Row-major
- * B: two rows' 16 bytes sign-extended and interleaved by word unpacks
- * (within 128-bit lanes; a lane swap puts the columns in order). */
+ * B's whole panels: two rows at a time by pairs16. */
 static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr, uint32_t *dst) {
     const tsr_gemm_desc *d = j->d;
     for (int64_t q = 0; q * 2 < kc; q++) {
@@ -103,12 +125,10 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t j0, int64_t nr,
         uint32_t *row = dst + q * NR;
         if (!d->trans_b && nr == NR) {
             const int8_t *b0 = j->b + (p0 + 2 * q) * d->ldb + j0;
-            const __m256i r0 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)b0));
-            const __m256i r1 = both ? _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b0 + d->ldb)))
-                                    : _mm256_setzero_si256();
-            const __m256i lo = _mm256_unpacklo_epi16(r0, r1), hi = _mm256_unpackhi_epi16(r0, r1);
-            _mm256_storeu_si256((__m256i *)row, _mm256_permute2x128_si256(lo, hi, 0x20));
-            _mm256_storeu_si256((__m256i *)(row + 8), _mm256_permute2x128_si256(lo, hi, 0x31));
+            __m256i lo, hi;
+            pairs16(b0, both ? b0 + d->ldb : NULL, &lo, &hi);
+            _mm256_storeu_si256((__m256i *)row, lo);
+            _mm256_storeu_si256((__m256i *)(row + 8), hi);
             continue;
         }
         const int64_t sp = d->trans_b ? 1 : d->ldb, sc = d->trans_b ? d->ldb : 1; /* element (p, c) at p sp + c sc */
@@ -245,6 +265,85 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
             dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 2 ? jhi - j0 : 2), 4, 2);
 }
 
+/* acc[r][0, n16) += a[r][q] . (k-pair words of B's rows brow[2q], brow[2q
+ * + 1]) over q < Q, for R rows; constants after inlining. */
+static inline __attribute__((always_inline)) void stream_pass(int32_t *const acc[STREAM_ROWS],
+                                                              const int8_t *const brow[4],
+                                                              const __m256i a[STREAM_ROWS][2], int64_t n16,
+                                                              const int R, const int Q) {
+    for (int64_t c = 0; c < n16; c += 16) {
+        __m256i lo[2], hi[2];
+        for (int q = 0; q < Q; q++) pairs16(brow[2 * q] + c, brow[2 * q + 1] ? brow[2 * q + 1] + c : NULL, &lo[q], &hi[q]);
+        for (int r = 0; r < R; r++) {
+            __m256i x0 = _mm256_loadu_si256((const __m256i *)(acc[r] + c)),
+                    x1 = _mm256_loadu_si256((const __m256i *)(acc[r] + c + 8));
+            for (int q = 0; q < Q; q++) {
+                x0 = _mm256_add_epi32(x0, _mm256_madd_epi16(a[r][q], lo[q]));
+                x1 = _mm256_add_epi32(x1, _mm256_madd_epi16(a[r][q], hi[q]));
+            }
+            _mm256_storeu_si256((__m256i *)(acc[r] + c), x0);
+            _mm256_storeu_si256((__m256i *)(acc[r] + c + 8), x1);
+        }
+    }
+}
+
+/* stream_pass for the run-time row count mr, four rows a group. */
+static inline __attribute__((always_inline)) void stream_pass_rows(int32_t *const acc[STREAM_ROWS],
+                                                                   const int8_t *const brow[4],
+                                                                   const __m256i a[STREAM_ROWS][2], int64_t n16,
+                                                                   int mr, const int Q) {
+    int r0 = 0;
+    for (; r0 + 4 <= mr; r0 += 4) stream_pass(acc + r0, brow, a + r0, n16, 4, Q);
+    switch (mr - r0) {
+    case 1: stream_pass(acc + r0, brow, a + r0, n16, 1, Q); break;
+    case 2: stream_pass(acc + r0, brow, a + r0, n16, 2, Q); break;
+    case 3: stream_pass(acc + r0, brow, a + r0, n16, 3, Q); break;
+    default: break;
+    }
+}
+
+/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major B: each row
+ * of B read once, contiguously (the hardware prefetcher follows), four k
+ * rows a pass over the sums (STREAM_ACC of them, in L1); a column tail
+ * short of 16 in scalars. The whole K is summed before C is touched. */
+static void stream_columns(const job *j, int64_t jlo, int64_t jhi) {
+    const tsr_gemm_desc *d = j->d;
+    const int mr = (int)d->m;
+    _Alignas(32) int32_t sums[STREAM_ACC];
+    const int64_t cols = STREAM_ACC / mr / 16 * 16;
+    int32_t *acc[STREAM_ROWS];
+    for (int r = 0; r < mr; r++) acc[r] = sums + r * cols;
+    for (int64_t c0 = jlo; c0 < jhi; c0 += cols) {
+        const int64_t nc = jhi - c0 < cols ? jhi - c0 : cols, n16 = nc / 16 * 16;
+        for (int r = 0; r < mr; r++) memset(acc[r], 0, sizeof(int32_t) * (size_t)nc);
+        for (int64_t p = 0; p < d->k; p += 4) {
+            const int kb = (int)(d->k - p < 4 ? d->k - p : 4);
+            const int8_t *brow[4];
+            for (int i = 0; i < 4; i++) brow[i] = i < kb ? j->b + (p + i) * d->ldb + c0 : NULL;
+            __m256i a[STREAM_ROWS][2];
+            int8_t as[STREAM_ROWS][4];
+            for (int r = 0; r < mr; r++) {
+                for (int i = 0; i < 4; i++)
+                    as[r][i] = i < kb ? j->a[d->trans_a ? (p + i) * d->lda + r : r * d->lda + p + i] : 0;
+                for (int q = 0; q < 2; q++) a[r][q] = _mm256_set1_epi32((int)pair(as[r][2 * q], as[r][2 * q + 1]));
+            }
+            if (kb > 2) stream_pass_rows(acc, brow, (const __m256i(*)[2])a, n16, mr, 2);
+            else stream_pass_rows(acc, brow, (const __m256i(*)[2])a, n16, mr, 1);
+            for (int r = 0; r < mr; r++)
+                for (int64_t c = n16; c < nc; c++) {
+                    uint32_t t = (uint32_t)acc[r][c];
+                    for (int i = 0; i < kb; i++) t += (uint32_t)(as[r][i] * brow[i][c]);
+                    acc[r][c] = (int32_t)t;
+                }
+        }
+        for (int r = 0; r < mr; r++)
+            for (int64_t c = 0; c < nc; c++) {
+                int32_t *cp = j->c + r * d->ldc + c0 + c;
+                *cp = combine(d, acc[r][c], *cp, true);
+            }
+    }
+}
+
 /* One matrix by the Goto loops, a team of nth sharing the packed buffers
  * ap (mc x kc) and bp (kc x nc). */
 static void gemm_one(const job *j, uint32_t *ap, uint32_t *bp, int tid, int nth) {
@@ -297,15 +396,18 @@ static void scale_only(const tsr_gemm_desc *d, int32_t *c) {
         }
 }
 
-static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, bool dot, int64_t mc, int64_t kc,
+static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int path, int64_t mc, int64_t kc,
                          int64_t nc, uint32_t *buf, int tid, int nth) {
     for (int64_t bt = 0; bt < d->batch; bt++) {
         const job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
                        (int32_t *)g->c + bt * d->stride_c, mc, kc, nc};
         if (d->k == 0) {
             if (tid == 0) scale_only(d, j.c);
-        } else if (dot) {
+        } else if (path == PATH_DOT) {
             dot_columns(&j, d->n * tid / nth, d->n * (tid + 1) / nth);
+        } else if (path == PATH_STREAM) { /* contiguous ranges of whole 16-column groups per thread */
+            const int64_t groups = (d->n + 15) / 16, lo = groups * tid / nth * 16, hi = groups * (tid + 1) / nth * 16;
+            stream_columns(&j, lo, hi < d->n ? hi : d->n);
         } else {
             gemm_one(&j, buf, buf + mc * ((kc + 1) / 2), tid, nth);
         }
@@ -316,21 +418,23 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, bool
 static tsr_status s8_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
-    const bool dot = s->v[KNOB_PATH] == PATH_DOT && dot_ok(d);
+    const int path = s->v[KNOB_PATH] == PATH_DOT && dot_ok(d)          ? PATH_DOT
+                     : s->v[KNOB_PATH] == PATH_STREAM && stream_ok(d) ? PATH_STREAM
+                                                                        : PATH_PACKED;
     int64_t kc = s->v[KNOB_KC];
     if (!wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
     kc = kc < 2 ? 2 : (kc + 1) / 2 * 2;
     const int64_t nc = ((d->n < s->v[KNOB_NC] ? d->n : s->v[KNOB_NC]) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < s->v[KNOB_MC] ? d->m : s->v[KNOB_MC]) + MR - 1) / MR * MR;
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 1e6);
-    const size_t words = dot ? 0 : (size_t)((mc + nc) * (kc / 2));
+    const size_t words = path != PATH_PACKED ? 0 : (size_t)((mc + nc) * (kc / 2));
     uint32_t *buf = words ? tsr_scratch_get(words * sizeof(uint32_t)) : NULL;
     if (words && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, NAME ": no memory for packing buffers");
     if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
-        run_matrices(d, g, dot, mc, kc, nc, buf, 0, 1);
+        run_matrices(d, g, path, mc, kc, nc, buf, 0, 1);
     } else {
 #pragma omp parallel num_threads(nt)
-        run_matrices(d, g, dot, mc, kc, nc, buf, omp_get_thread_num(), omp_get_num_threads());
+        run_matrices(d, g, path, mc, kc, nc, buf, omp_get_thread_num(), omp_get_num_threads());
     }
     tsr_scratch_put(buf);
     return TSR_OK;
