@@ -345,7 +345,8 @@ int conv_suite_main(const char *const *sets, int nsets, int threads, int quick, 
                 if (ratio[k] > 0) printf(" %8.2fx", ratio[k]);
                 else printf(" %9s", "-");
             const double best = v[0] > v[1] ? v[0] : v[1];
-            printf(" %6.1f%%\n", peak > 0 ? 100 * best / peak : 0);
+            if (peak > 0) printf(" %6.1f%%\n", 100 * best / peak);
+            else printf(" %7s\n", "-");
             for (int k = 0; k < NR_; k++)
                 if (ratio[k] > 0) {
                     lsum[k] += log(ratio[k]), cnt[k]++;

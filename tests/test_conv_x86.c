@@ -99,6 +99,10 @@ static const conv_case cases[] = {
     {1, 20, 5, 6, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 20, TSR_NHWC, TSR_FILTER_OHWI, TSR_F16, TSR_F16, EPI_ALL, TSR_ACT_RELU},
     /* depthwise reading bf16 x as it loads it: a whole channel block and a ragged one, stride 2 */
     {2, 40, 7, 9, 40, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 40, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    /* depthwise f16/bf16 y rounded from the registers: ragged channel blocks on both ISAs (21, 13;
+     * with no epilogue the ragged one too) */
+    {1, 21, 9, 11, 21, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 21, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {2, 13, 8, 10, 13, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 13, TSR_NHWC, TSR_FILTER_HWIO, TSR_F16, TSR_F16, EPI_NONE, 0},
     {1, 12, 6, 6, 18, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_SILU},
     {3, 64, 14, 14, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 3, 1, 9, 4, 1, 3, 1, 1, 0, 0, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},

@@ -111,9 +111,9 @@ typedef struct dw_geo {
 
 /* Whether dw_epilogue_regs applies e to tiles of whole vectors (full) or of
  * a ragged one (tail): bias steps (f32 data for a tail) and relu or no
- * activation. A residual, another activation or a y other than f32 take
- * dw_store_general: kept inline for each of a row's tile widths, their
- * dtype branches made the kernel four times the size. */
+ * activation. A residual or another activation take dw_store_general:
+ * kept inline for each of a row's tile widths, their dtype branches made
+ * the kernel four times the size. */
 static bool dw_regs_epilogue(const tsr_epilogue *e, bool full) {
     for (int s = 0; s < e->num_steps; s++) {
         const tsr_epilogue_step *st = &e->steps[s];
@@ -126,10 +126,8 @@ static bool dw_regs_epilogue(const tsr_epilogue *e, bool full) {
 }
 
 /* Whether a tile of whole vectors (full) or of a ragged one keeps its sums
- * in registers through the epilogue and the f32 store. */
-static inline bool dw_regs(const dw_geo *g, bool full) {
-    return g->y_f32 && (full ? g->regs_epi_full : g->regs_epi_tail);
-}
+ * in registers through the epilogue and the store. */
+static inline bool dw_regs(const dw_geo *g, bool full) { return full ? g->regs_epi_full : g->regs_epi_tail; }
 
 /* The bias of a step at channel c0 (f32 data where lanes < VL). */
 static inline __attribute__((always_inline)) vf dw_bias(const tsr_epilogue_step *st, int64_t c0, int lanes) {
@@ -174,6 +172,14 @@ static inline __attribute__((always_inline)) void dw_store_tile(const conv_job *
     const int64_t C = g->C;
     if (dw_regs(g, full)) { /* the accumulators stay in registers */
         dw_epilogue_regs(j->epi, first, acc, T, c0, lanes);
+        if (!g->y_f32) { /* f16/bf16 y: rounded in registers (bf16 through dw_store_general took a third of the time) */
+            const tsr_dtype yt = j->d->y_dtype;
+#pragma GCC unroll 16
+            for (int i = 0; i < T; i++)
+                if (lanes < VL) vf_store_n_dtype(j->y, yt, y0 + i * C, acc[i], lanes);
+                else vf_put_dtype(j->y, yt, y0 + i * C, acc[i], j->stream_y);
+            return;
+        }
         float *y = (float *)j->y + y0;
         if (lanes < VL) {
 #pragma GCC unroll 16
