@@ -545,9 +545,12 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
      * batch 1 with a filter to pack one per thread if each takes 8 vectors
      * or more (a thread then packs its own channels only: packing all of
      * it in each, a 14x14x384 layer took 13.5 us against 10.1; groups of
-     * 1-6 vectors ran 0.46-0.74x as fast as rows split) */
+     * 1-6 vectors ran 0.46-0.74x as fast as rows split). That was AVX-512
+     * on Zen 4; AVX2 on Zen 3 (two threads) runs rows split with the whole
+     * filter packed in each thread faster: 28x28x192 24-25 -> 35 GFLOP/s,
+     * 14x14x576 14-22 -> 30-31, 7x7x960 14-19 -> 18-20 */
     int64_t groups = (4 * (int64_t)nt + NP - 1) / NP;
-    if (w && d->n == 1 && groups < nt && cvecs >= 8 * (int64_t)nt) groups = nt;
+    if (VL == 16 && w && d->n == 1 && groups < nt && cvecs >= 8 * (int64_t)nt) groups = nt;
     groups = groups > blocks ? blocks : groups;
     /* chunks: as many vectors (whole steps, two at least) as keep the r
      * input rows under DW_L1_ROWS */
