@@ -72,14 +72,28 @@ __attribute__((target("avx512f,avx512vnni"))) static float dot_vnni(long iters) 
 /* 16 int16 multiplies and their pair sums (32 ops, an int8 GEMM's ops on
  * sign-extended bytes) per instruction: the AVX2 int8 kernel's ceiling. */
 __attribute__((target("avx2"))) static float madd_avx2(long iters) {
-    __m256i acc[CHAINS], y = _mm256_set1_epi16(1);
-    for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_set1_epi16((short)(i + 2));
-    for (long it = 0; it < iters; it++)
-#pragma GCC unroll 12
-        for (int i = 0; i < CHAINS; i++) acc[i] = _mm256_madd_epi16(acc[i], y);
-    float s = 0; /* only a sink */
-    for (int i = 0; i < CHAINS; i++) s += (float)_mm256_extract_epi32(acc[i], 0);
-    return s;
+    /* twelve chains held in registers (the empty asm): GCC 12 otherwise
+     * stores them to the stack at every step, and the stores, not
+     * vpmaddwd, set the pace (one instruction a cycle where the GEMM did
+     * more) */
+    const __m256i y = _mm256_set1_epi16(1);
+    __m256i a0 = _mm256_set1_epi16(2), a1 = _mm256_set1_epi16(3), a2 = _mm256_set1_epi16(4), a3 = _mm256_set1_epi16(5),
+            a4 = _mm256_set1_epi16(6), a5 = _mm256_set1_epi16(7), a6 = _mm256_set1_epi16(8), a7 = _mm256_set1_epi16(9),
+            a8 = _mm256_set1_epi16(10), a9 = _mm256_set1_epi16(11), a10 = _mm256_set1_epi16(12),
+            a11 = _mm256_set1_epi16(13);
+    for (long it = 0; it < iters; it++) {
+        a0 = _mm256_madd_epi16(a0, y), a1 = _mm256_madd_epi16(a1, y), a2 = _mm256_madd_epi16(a2, y);
+        a3 = _mm256_madd_epi16(a3, y), a4 = _mm256_madd_epi16(a4, y), a5 = _mm256_madd_epi16(a5, y);
+        a6 = _mm256_madd_epi16(a6, y), a7 = _mm256_madd_epi16(a7, y), a8 = _mm256_madd_epi16(a8, y);
+        a9 = _mm256_madd_epi16(a9, y), a10 = _mm256_madd_epi16(a10, y), a11 = _mm256_madd_epi16(a11, y);
+        __asm__("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7), "+x"(a8),
+                "+x"(a9), "+x"(a10), "+x"(a11));
+    }
+    const __m256i s = _mm256_add_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), _mm256_add_epi32(a2, a3)),
+                         _mm256_add_epi32(_mm256_add_epi32(a4, a5), _mm256_add_epi32(a6, a7))),
+        _mm256_add_epi32(_mm256_add_epi32(a8, a9), _mm256_add_epi32(a10, a11)));
+    return (float)_mm256_extract_epi32(s, 0); /* only a sink */
 }
 
 /* The f32 micro-kernel's own ceiling: the 8 x 48 tile of
