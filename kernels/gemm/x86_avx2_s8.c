@@ -19,10 +19,10 @@
  * alpha == 1 with beta 0 or 1 adds in wrapping int32 across K blocks; any
  * other alpha/beta needs the whole sum before rounding, so K is one block. */
 #include <immintrin.h>
-#include <math.h>
 #include <omp.h>
 #include <string.h>
 
+#include "x86_int8.h"
 #include "x86_tiles.h"
 #include "internal.h"
 
@@ -44,16 +44,8 @@ static const tsr_knob s8_knobs[] = {
 
 static bool s8_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
-    const tsr_gemm_desc *d = &p->u.gemm.d;
-    if (d->a_dtype != TSR_I8 || d->b_dtype != TSR_I8 || d->c_dtype != TSR_I32) {
-        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, NAME ": i8 x i8 -> i32 only");
-        return false;
-    }
-    return true;
+    return tsr_i8_supports(p, NAME, why, n);
 }
-
-/* alpha 1, beta 0 or 1: partial sums can be added in int32 as they come. */
-static bool wrapping_sum(const tsr_gemm_desc *d) { return d->alpha == 1.0f && (d->beta == 0.0f || d->beta == 1.0f); }
 
 static bool dot_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_TRANS && d->trans_a == TSR_NO_TRANS && d->m <= 16; }
 
@@ -153,15 +145,10 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t kq, const
     }
 }
 
-static int32_t scaled(const tsr_gemm_desc *d, int32_t sum, int32_t c) {
-    double v = nearbyint((double)d->alpha * sum + (d->beta != 0.0f ? (double)d->beta * c : 0.0));
-    return v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
-}
-
 /* One output: the first K block sets it (adding C when beta is 1), later
  * blocks add; alpha/beta other than 1 and 0/1 (one K block) round once. */
 static inline int32_t combine(const tsr_gemm_desc *d, int32_t sum, int32_t c, bool first) {
-    if (!wrapping_sum(d)) return scaled(d, sum, c);
+    if (!tsr_i8_wrapping_sum(d)) return tsr_i8_scaled(d, sum, c);
     return !first || d->beta == 1.0f ? (int32_t)((uint32_t)sum + (uint32_t)c) : sum;
 }
 
@@ -171,7 +158,7 @@ static inline int32_t combine(const tsr_gemm_desc *d, int32_t sum, int32_t c, bo
 static inline __attribute__((always_inline)) bool store_tile_regs(const job *j, __m256i acc[MR][2], int64_t i0,
                                                                   int64_t mr, int64_t j0, int64_t nr, bool first) {
     const tsr_gemm_desc *d = j->d;
-    if (!wrapping_sum(d) || mr != MR || nr != NR) return false;
+    if (!tsr_i8_wrapping_sum(d) || mr != MR || nr != NR) return false;
     const bool add_c = !first || d->beta == 1.0f;
 #pragma GCC unroll 4
     for (int i = 0; i < MR; i++) {
@@ -387,22 +374,13 @@ static void gemm_one(const job *j, uint32_t *ap, uint32_t *bp, int tid, int nth)
     }
 }
 
-/* beta * C (rounded as the reference) when there is no product (k == 0). */
-static void scale_only(const tsr_gemm_desc *d, int32_t *c) {
-    for (int64_t i = 0; i < d->m; i++)
-        for (int64_t n = 0; n < d->n; n++) {
-            int32_t *cp = c + i * d->ldc + n;
-            *cp = wrapping_sum(d) ? (d->beta == 1.0f ? *cp : 0) : scaled(d, 0, *cp);
-        }
-}
-
 static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int path, int64_t mc, int64_t kc,
                          int64_t nc, uint32_t *buf, int tid, int nth) {
     for (int64_t bt = 0; bt < d->batch; bt++) {
         const job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
                        (int32_t *)g->c + bt * d->stride_c, mc, kc, nc};
         if (d->k == 0) {
-            if (tid == 0) scale_only(d, j.c);
+            if (tid == 0) tsr_i8_scale_only(d, j.c);
         } else if (path == PATH_DOT) {
             dot_columns(&j, d->n * tid / nth, d->n * (tid + 1) / nth);
         } else if (path == PATH_STREAM) { /* contiguous ranges of whole 16-column groups per thread */
@@ -422,7 +400,7 @@ static tsr_status s8_run(tsr_context *ctx, const tsr_problem *p, const tsr_sched
                      : s->v[KNOB_PATH] == PATH_STREAM && stream_ok(d) ? PATH_STREAM
                                                                         : PATH_PACKED;
     int64_t kc = s->v[KNOB_KC];
-    if (!wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
+    if (!tsr_i8_wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
     kc = kc < 2 ? 2 : (kc + 1) / 2 * 2;
     const int64_t nc = ((d->n < s->v[KNOB_NC] ? d->n : s->v[KNOB_NC]) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < s->v[KNOB_MC] ? d->m : s->v[KNOB_MC]) + MR - 1) / MR * MR;

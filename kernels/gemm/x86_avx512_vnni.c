@@ -24,12 +24,12 @@
  * alpha == 1 with beta 0 or 1 adds in wrapping int32 across K blocks; any
  * other alpha/beta needs the whole sum before rounding, so K is one block. */
 #include <immintrin.h>
-#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../arch/x86_avx2/transpose.h"
+#include "x86_int8.h"
 #include "x86_tiles.h"
 #include "internal.h"
 
@@ -51,16 +51,8 @@ static const tsr_knob vnni_knobs[] = {
 
 static bool vnni_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
-    const tsr_gemm_desc *d = &p->u.gemm.d;
-    if (d->a_dtype != TSR_I8 || d->b_dtype != TSR_I8 || d->c_dtype != TSR_I32) {
-        tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "gemm.x86_avx512_vnni.s8: i8 x i8 -> i32 only");
-        return false;
-    }
-    return true;
+    return tsr_i8_supports(p, "gemm.x86_avx512_vnni.s8", why, n);
 }
-
-/* alpha 1, beta 0 or 1: partial sums can be added in int32 as they come. */
-static bool wrapping_sum(const tsr_gemm_desc *d) { return d->alpha == 1.0f && (d->beta == 0.0f || d->beta == 1.0f); }
 
 static bool dot_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_TRANS && d->m <= 16; }
 
@@ -243,11 +235,6 @@ static inline __attribute__((always_inline)) void micro_kernel(const int nv, int
 }
 
 /* alpha * sum + beta * c, rounded and saturated as the reference does. */
-static int32_t scaled(const tsr_gemm_desc *d, int32_t sum, int32_t c) {
-    double v = nearbyint((double)d->alpha * sum + (d->beta != 0.0f ? (double)d->beta * c : 0.0));
-    return v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
-}
-
 /* The tile's sums into C: the first K block sets (adding C when beta is
  * 1), later blocks add; alpha/beta other than 1 and 0/1 (one K block) are
  * applied per element. */
@@ -260,10 +247,10 @@ static void store_tile(const job *j, __m512i acc[MR][NV], int64_t i0, int64_t mr
         for (int v = 0; v < NV && v * 16 < nr; v++) {
             const int64_t left = nr - v * 16;
             const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
-            if (!wrapping_sum(d)) {
+            if (!tsr_i8_wrapping_sum(d)) {
                 int32_t t[16];
                 _mm512_storeu_si512(t, acc[i][v]);
-                for (int64_t c = 0; c < (left < 16 ? left : 16); c++) crow[v * 16 + c] = scaled(d, t[c], crow[v * 16 + c]);
+                for (int64_t c = 0; c < (left < 16 ? left : 16); c++) crow[v * 16 + c] = tsr_i8_scaled(d, t[c], crow[v * 16 + c]);
                 continue;
             }
             __m512i r = acc[i][v];
@@ -280,7 +267,7 @@ static inline __attribute__((always_inline)) bool store_tile_regs(const job *j, 
                                                                   int64_t i0, int64_t mr, int64_t j0, int64_t nr,
                                                                   bool first) {
     const tsr_gemm_desc *d = j->d;
-    if (!wrapping_sum(d) || mr != MR || nr != nv * 16) return false;
+    if (!tsr_i8_wrapping_sum(d) || mr != MR || nr != nv * 16) return false;
     const bool add_c = !first || d->beta == 1.0f;
 #pragma GCC unroll 8
     for (int i = 0; i < MR; i++) {
@@ -358,7 +345,7 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
         for (int r = 0; r < mr; r++) {
             int32_t *cp = j->c + (i0 + r) * d->ldc + j0 + c;
             int32_t s = (int32_t)(tot[r][c] + neg[c]);
-            *cp = wrapping_sum(d) ? (int32_t)((uint32_t)s + (d->beta == 1.0f ? (uint32_t)*cp : 0u)) : scaled(d, s, *cp);
+            *cp = tsr_i8_wrapping_sum(d) ? (int32_t)((uint32_t)s + (d->beta == 1.0f ? (uint32_t)*cp : 0u)) : tsr_i8_scaled(d, s, *cp);
         }
     }
 }
@@ -421,15 +408,6 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
             }
         }
     }
-}
-
-/* beta * C (rounded as the reference) when there is no product (k == 0). */
-static void scale_only(const tsr_gemm_desc *d, int32_t *c) {
-    for (int64_t i = 0; i < d->m; i++)
-        for (int64_t n = 0; n < d->n; n++) {
-            int32_t *cp = c + i * d->ldc + n;
-            *cp = wrapping_sum(d) ? (d->beta == 1.0f ? *cp : 0) : scaled(d, 0, *cp);
-        }
 }
 
 /* kb rows of B from p0 (row-major, columns [c0, c0+w)) interleaved to four k per
@@ -504,10 +482,10 @@ static void stream_columns(const job *j, const int32_t *negsum, int64_t jlo, int
                     const __mmask16 m = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1);
                     int32_t *cp = crow + h * 64 + q * 16;
                     __m512i x = _mm512_add_epi32(o[q], neg);
-                    if (!wrapping_sum(d)) {
+                    if (!tsr_i8_wrapping_sum(d)) {
                         int32_t t[16];
                         _mm512_storeu_si512(t, x);
-                        for (int e = 0; e < (left < 16 ? left : 16); e++) cp[e] = scaled(d, t[e], cp[e]);
+                        for (int e = 0; e < (left < 16 ? left : 16); e++) cp[e] = tsr_i8_scaled(d, t[e], cp[e]);
                         continue;
                     }
                     if (d->beta == 1.0f) x = _mm512_add_epi32(x, _mm512_maskz_loadu_epi32(m, cp));
@@ -557,7 +535,7 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int 
                  (int32_t *)g->c + bt * d->stride_c, mc, kc, nc, NULL, d->lda};
         j.a_rows = j.a;
         if (d->k == 0) {
-            if (tid == 0) scale_only(d, j.c);
+            if (tid == 0) tsr_i8_scale_only(d, j.c);
         } else if (path == PATH_DOT) {
             if (d->trans_a) {
                 for (int64_t i = tid; i < d->m; i += nth)
@@ -602,7 +580,7 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
                      : s->v[KNOB_PATH] == PATH_STREAM && stream_ok(d) ? PATH_STREAM
                                                                         : PATH_PACKED;
     int64_t kc = s->v[KNOB_KC];
-    if (!wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
+    if (!tsr_i8_wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
     kc = (kc + 3) / 4 * 4;
     if (kc == 0) kc = 4;
     const int64_t nc = ((d->n < s->v[KNOB_NC] ? d->n : s->v[KNOB_NC]) + NR - 1) / NR * NR;

@@ -1,0 +1,39 @@
+/* What the x86 int8 GEMM kernels (x86_avx512_vnni.c, x86_avx2_s8.c) share:
+ * the reference's int32 semantics for C and the dtype check. Plain C, so
+ * either file's ISA flags serve. */
+#ifndef TSR_GEMM_X86_INT8_H
+#define TSR_GEMM_X86_INT8_H
+
+#include <math.h>
+
+#include "internal.h"
+
+/* i8 x i8 -> i32 only; the core checked the backend and the ISA. */
+static inline bool tsr_i8_supports(const tsr_problem *p, const char *name, char *why, size_t n) {
+    const tsr_gemm_desc *d = &p->u.gemm.d;
+    if (d->a_dtype != TSR_I8 || d->b_dtype != TSR_I8 || d->c_dtype != TSR_I32)
+        return tsr_why(why, n, TSR_ERR_NOT_SUPPORTED, "%s: i8 x i8 -> i32 only", name), false;
+    return true;
+}
+
+/* alpha 1, beta 0 or 1: partial sums can be added in int32 as they come. */
+static inline bool tsr_i8_wrapping_sum(const tsr_gemm_desc *d) {
+    return d->alpha == 1.0f && (d->beta == 0.0f || d->beta == 1.0f);
+}
+
+/* alpha sum + beta c rounded to nearest and saturated, as the reference. */
+static inline int32_t tsr_i8_scaled(const tsr_gemm_desc *d, int32_t sum, int32_t c) {
+    double v = nearbyint((double)d->alpha * sum + (d->beta != 0.0f ? (double)d->beta * c : 0.0));
+    return v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
+}
+
+/* beta * C (rounded as the reference) when there is no product (k == 0). */
+static inline void tsr_i8_scale_only(const tsr_gemm_desc *d, int32_t *c) {
+    for (int64_t i = 0; i < d->m; i++)
+        for (int64_t n = 0; n < d->n; n++) {
+            int32_t *cp = c + i * d->ldc + n;
+            *cp = tsr_i8_wrapping_sum(d) ? (d->beta == 1.0f ? *cp : 0) : tsr_i8_scaled(d, 0, *cp);
+        }
+}
+
+#endif
