@@ -58,7 +58,7 @@ static void s8_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedul
     (void)ctx;
     const tsr_gemm_desc *d = &p->u.gemm.d;
     s->v[KNOB_MC] = 96;
-    s->v[KNOB_KC] = 512; /* a 6 x 512 A panel (12 KiB of words) and a 16-column B panel (32 KiB) */
+    s->v[KNOB_KC] = 512; /* a 4-row A panel of 512 k (4 KiB of k-pair words), a 16-column B panel (16 KiB) */
     s->v[KNOB_NC] = 2048;
     /* few rows against row-major B: packing B would write as many bytes
      * as the GEMM reads (Zen 3, two threads, x 4096 x 4096 packed ->
