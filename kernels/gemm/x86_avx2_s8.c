@@ -145,13 +145,6 @@ static inline __attribute__((always_inline)) void micro_kernel(int64_t kq, const
     }
 }
 
-/* One output: the first K block sets it (adding C when beta is 1), later
- * blocks add; alpha/beta other than 1 and 0/1 (one K block) round once. */
-static inline int32_t combine(const tsr_gemm_desc *d, int32_t sum, int32_t c, bool first) {
-    if (!tsr_i8_wrapping_sum(d)) return tsr_i8_scaled(d, sum, c);
-    return !first || d->beta == 1.0f ? (int32_t)((uint32_t)sum + (uint32_t)c) : sum;
-}
-
 /* A whole tile of sums that wrap, into C from the registers: the first K
  * block sets C (adding it when beta is 1), later blocks add. False for
  * any other tile. */
@@ -181,7 +174,7 @@ static __attribute__((noinline)) void store_tile(const job *j, const __m256i acc
         int32_t t[NR], *crow = j->c + (i0 + i) * d->ldc + j0;
         _mm256_storeu_si256((__m256i *)t, acc[i][0]);
         _mm256_storeu_si256((__m256i *)(t + 8), acc[i][1]);
-        for (int64_t c = 0; c < nr; c++) crow[c] = combine(d, t[c], crow[c], first);
+        for (int64_t c = 0; c < nr; c++) crow[c] = tsr_i8_combine(d, t[c], crow[c], first);
     }
 }
 
@@ -234,7 +227,7 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
             uint32_t sum = (uint32_t)hsum(acc[r][c]);
             for (int64_t p = kfull; p < K; p++) sum += (uint32_t)(arow[r][p] * brow[c][p]);
             int32_t *cp = j->c + (i0 + r) * d->ldc + j0 + c;
-            *cp = combine(d, (int32_t)sum, *cp, true);
+            *cp = tsr_i8_combine(d, (int32_t)sum, *cp, true);
         }
 }
 
@@ -326,7 +319,7 @@ static void stream_columns(const job *j, int64_t jlo, int64_t jhi) {
         for (int r = 0; r < mr; r++)
             for (int64_t c = 0; c < nc; c++) {
                 int32_t *cp = j->c + r * d->ldc + c0 + c;
-                *cp = combine(d, acc[r][c], *cp, true);
+                *cp = tsr_i8_combine(d, acc[r][c], *cp, true);
             }
     }
 }

@@ -345,7 +345,7 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
         for (int r = 0; r < mr; r++) {
             int32_t *cp = j->c + (i0 + r) * d->ldc + j0 + c;
             int32_t s = (int32_t)(tot[r][c] + neg[c]);
-            *cp = tsr_i8_wrapping_sum(d) ? (int32_t)((uint32_t)s + (d->beta == 1.0f ? (uint32_t)*cp : 0u)) : tsr_i8_scaled(d, s, *cp);
+            *cp = tsr_i8_combine(d, s, *cp, true);
         }
     }
 }

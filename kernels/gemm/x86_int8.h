@@ -27,6 +27,14 @@ static inline int32_t tsr_i8_scaled(const tsr_gemm_desc *d, int32_t sum, int32_t
     return v > 2147483647.0 ? INT32_MAX : v < -2147483648.0 ? INT32_MIN : (int32_t)v;
 }
 
+/* One output of C from a K block's sum: the first block sets it (adding
+ * C when beta is 1), later blocks add, wrapping; alpha/beta other than 1
+ * and 0/1 (then one K block) round once. */
+static inline int32_t tsr_i8_combine(const tsr_gemm_desc *d, int32_t sum, int32_t c, bool first) {
+    if (!tsr_i8_wrapping_sum(d)) return tsr_i8_scaled(d, sum, c);
+    return !first || d->beta == 1.0f ? (int32_t)((uint32_t)sum + (uint32_t)c) : sum;
+}
+
 /* beta * C (rounded as the reference) when there is no product (k == 0). */
 static inline void tsr_i8_scale_only(const tsr_gemm_desc *d, int32_t *c) {
     for (int64_t i = 0; i < d->m; i++)
