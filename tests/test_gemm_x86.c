@@ -147,6 +147,11 @@ START_TEST(blocks_schedules_threads) {
             {5, 31, 100, 0, 1, 0, 1, TSR_BF16, 1, 0.5f, 1, 1},
             {4, 1500, 64, 0, 0, 1, 3, TSR_BF16, 2, 0, 1, 1},
             {3, 70, 301, 1, 0, 0, 2, TSR_F16, 1, 0.5f, 2, 0},
+            /* x W^T with A widened once by the team (dot_widen_a): rows
+             * split unevenly between two threads, k past the last whole
+             * step, batch (the next matrix's A overwrites the copy) */
+            {7, 45, 203, 0, 1, 0, 2, TSR_F16, 1, 0.5f, 2, 0},
+            {15, 38, 77, 0, 1, 1, 1, TSR_BF16, 1, 0, 3, 1},
             /* B read in place from beyond L2 (1.7 MB), its rows fetched ahead near or far */
             {20, 1500, 301, 0, 0, 0, 1, TSR_F32, 1, 0.5f, 1, 0},
             /* two threads split by row panels (one column panel): bias

@@ -210,6 +210,7 @@ typedef struct job {
     bool rows_outer; /* a block's tiles row panel by row panel: see blis_default */
     bool plain_epilogue; /* ukr_epilogue_plain can run it: tiles still stored from registers */
     const ukr_ahead *ahead; /* B read in place is larger than L2: its rows are fetched this far ahead */
+    const float *a_wide;    /* the dot path's f16/bf16 A widened once (dot_widen_a), or NULL */
 } job;
 
 static inline float load_in(const void *p, tsr_dtype t, int64_t i) {
@@ -537,15 +538,24 @@ static inline __attribute__((always_inline)) vf dot_part(const char *row, tsr_dt
 
 /* Rows [i0, i0+mr) x columns [j0, j0+nr) of C, an R x CC tile of dot
  * products over K with inputs of dtype t (constants after inlining): f16
- * and bf16 widened in registers, so B is read once at its own width. */
+ * and bf16 widened in registers, so B is read once at its own width. With
+ * j->a_wide (wide, a constant), A's rows are read from it as f32, already
+ * in dot_part's order: the 4x3 tile would otherwise widen each A vector
+ * again for every column group, an operation per three FMAs (Zen 3, two
+ * threads, best of 4: bf16 16 x 4096 x 4096 71 -> 91-97 GFLOP/s, f32 at
+ * 90-109). */
 static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t i0, int mr, int64_t j0, int nr,
-                                                           const int R, const int CC, const tsr_dtype t) {
+                                                           const int R, const int CC, const tsr_dtype t,
+                                                           const bool wide) {
     const tsr_gemm_desc *d = &j->g->d;
     const int parts = t == TSR_BF16 ? 2 : 1;
     const int64_t K = d->k, kfull = K / (parts * VL) * (parts * VL), es = (int64_t)tsr_dtype_size(t);
+    const int64_t a_es = wide ? 4 : es, lda = wide ? K : d->lda;
+    const tsr_dtype ta = wide ? TSR_F32 : t;
     const char *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
     for (int c = 0; c < CC; c++) brow[c] = j->b + (j0 + (c < nr ? c : 0)) * d->ldb * es;
-    for (int r = 0; r < R; r++) arow[r] = j->a + (i0 + (r < mr ? r : 0)) * d->lda * es;
+    for (int r = 0; r < R; r++)
+        arow[r] = (wide ? (const char *)j->a_wide : j->a) + (i0 + (r < mr ? r : 0)) * lda * a_es;
     vf acc[DOT_MAX_ROWS][DOT_MAX_COLS];
     for (int r = 0; r < R; r++)
         for (int c = 0; c < CC; c++) acc[r][c] = vf_zero();
@@ -554,7 +564,7 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
             vf b[DOT_MAX_COLS];
             for (int c = 0; c < CC; c++) b[c] = dot_part(brow[c], t, p, h);
             for (int r = 0; r < R; r++) {
-                const vf a = dot_part(arow[r], t, p, h);
+                const vf a = wide ? vf_load((const float *)(const void *)arow[r] + p + h * VL) : dot_part(arow[r], t, p, h);
                 for (int c = 0; c < CC; c++) acc[r][c] = vf_fma(a, b[c], acc[r][c]);
             }
         }
@@ -563,7 +573,7 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
         vf b[DOT_MAX_COLS];
         for (int c = 0; c < CC; c++) b[c] = vf_load_n_dtype(brow[c], t, p, n);
         for (int r = 0; r < R; r++) {
-            const vf a = vf_load_n_dtype(arow[r], t, p, n);
+            const vf a = vf_load_n_dtype(arow[r], ta, p, n);
             for (int c = 0; c < CC; c++) acc[r][c] = vf_fma(a, b[c], acc[r][c]);
         }
     }
@@ -573,6 +583,36 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
         for (int c = 0; c < CC; c++) tot[r][c] = hsum(acc[r][c]);
     dot_store(j, tot, i0, mr, j0, nr);
 }
+
+#ifndef GEMM_BF16_DOT
+/* Whether the dot path reads A from a widened copy: f16 or bf16 with more
+ * than one row (one row is widened once per column group of eight). */
+static bool dot_widens_a(const tsr_gemm_desc *d) { return d->a_dtype != TSR_F32 && d->m > 1; }
+
+/* Rows [r0, r1) of A (f16/bf16, row-major) into dst as f32, K apart, in
+ * dot_part's order: bf16 2 VL k at a time as evens then odds, the tail
+ * past the last whole 2 VL in order (as dot_tile's masked tail reads it). */
+static void dot_widen_a(const job *j, float *dst, int64_t r0, int64_t r1) {
+    const tsr_gemm_desc *d = &j->g->d;
+    const tsr_dtype t = d->a_dtype;
+    const int64_t K = d->k, step = t == TSR_BF16 ? 2 * VL : VL, kfull = K / step * step;
+    for (int64_t r = r0; r < r1; r++) {
+        const char *row = j->a + r * d->lda * 2;
+        float *out = dst + r * K;
+        for (int64_t p = 0; p < kfull; p += step)
+            if (t == TSR_BF16) {
+                vf even, odd;
+                vf_load_bf16_evens_odds(row, p, &even, &odd);
+                vf_store(out + p, even), vf_store(out + p + VL, odd);
+            } else vf_store(out + p, vf_load_dtype(row, t, p));
+        for (int64_t p = kfull; p < K; p += VL) {
+            const int n = (int)(K - p < VL ? K - p : VL);
+            vf_store_n(out + p, vf_load_n_dtype(row, t, p, n), n);
+        }
+    }
+}
+#endif
+
 #ifdef GEMM_BF16_DOT
 /* bf16 A row-major and B stored n x k with M <= 16: both operands are
  * k-contiguous, so vdpbf16ps takes 32 k of a row of A and a row of B as
@@ -614,33 +654,35 @@ static inline __attribute__((always_inline)) void dot_tile_bf16(const job *j, in
  * few B rows stay in L1/L2 while every group of A rows (all of A is small:
  * M is skinny) passes over them. */
 #ifdef GEMM_BF16_DOT /* bf16 B is never read in place but by this path */
-#define DOT_TILE(j, i0, mr, j0, nr, R, CC, t) ((void)(t), dot_tile_bf16(j, i0, mr, j0, nr, R, CC))
+#define DOT_TILE(j, i0, mr, j0, nr, R, CC, t, wide) ((void)(t), (void)(wide), dot_tile_bf16(j, i0, mr, j0, nr, R, CC))
 #define DOT_COLS 4
 #else
 #define DOT_TILE dot_tile
 #define DOT_COLS 3
 #endif
 static inline __attribute__((always_inline)) void dot_columns_of(const job *j, int64_t jlo, int64_t jhi,
-                                                                 const tsr_dtype t) {
+                                                                 const tsr_dtype t, const bool wide) {
     const int64_t M = j->g->d.m;
     if (M == 1) {
-        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) DOT_TILE(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8, t);
+        for (int64_t j0 = jlo; j0 < jhi; j0 += 8)
+            DOT_TILE(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8, t, wide);
         return;
     }
     for (int64_t j0 = jlo; j0 < jhi; j0 += DOT_COLS)
         for (int64_t i0 = 0; i0 < M; i0 += 4)
             DOT_TILE(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < DOT_COLS ? jhi - j0 : DOT_COLS), 4,
-                     DOT_COLS, t);
+                     DOT_COLS, t, wide);
 }
 
 static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
 #ifdef GEMM_BF16_DOT
-    dot_columns_of(j, jlo, jhi, TSR_BF16);
+    dot_columns_of(j, jlo, jhi, TSR_BF16, false);
 #else
+    const bool wide = j->a_wide != NULL;
     switch (j->g->d.b_dtype) {
-    case TSR_BF16: dot_columns_of(j, jlo, jhi, TSR_BF16); break;
-    case TSR_F16: dot_columns_of(j, jlo, jhi, TSR_F16); break;
-    default: dot_columns_of(j, jlo, jhi, TSR_F32); break;
+    case TSR_BF16: wide ? dot_columns_of(j, jlo, jhi, TSR_BF16, true) : dot_columns_of(j, jlo, jhi, TSR_BF16, false); break;
+    case TSR_F16: wide ? dot_columns_of(j, jlo, jhi, TSR_F16, true) : dot_columns_of(j, jlo, jhi, TSR_F16, false); break;
+    default: dot_columns_of(j, jlo, jhi, TSR_F32, false); break;
     }
 #endif
 }
@@ -862,8 +904,23 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
 #else
     if (!j->pack_b && (d->trans_b || M <= STREAM_ROWS)) { /* contiguous column ranges per thread */
         int64_t lo = N * tid / nth / VL * VL, hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
-        if (d->trans_b) dot_columns(j, lo, hi);
-        else stream_rows(j, lo, hi);
+        if (!d->trans_b) {
+            stream_rows(j, lo, hi);
+            return;
+        }
+        if (!dot_widens_a(d)) {
+            dot_columns(j, lo, hi);
+            return;
+        }
+        /* A widened into ap by the team, a share of the rows each; a
+         * barrier before any thread reads it, and one after the last
+         * reader (the next batch matrix's rows overwrite it) */
+        job jw = *j;
+        jw.a_wide = ap;
+        dot_widen_a(j, ap, M * tid / nth, M * (tid + 1) / nth);
+        if (nth > 1) tsr_team_barrier(nth);
+        dot_columns(&jw, lo, hi);
+        if (nth > 1) tsr_team_barrier(nth);
         return;
     }
 #endif
@@ -1023,6 +1080,9 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
 #ifdef GEMM_BF16_DOT
     if (!base.pack_b) /* the stream path's region in place of the A panels, per team */
         abuf = (stream_region_bytes(d, per_matrix ? 1 : nt) + sizeof(float) - 1) / sizeof(float), bbuf = 0;
+#else
+    if (!base.pack_b && d->trans_b && dot_widens_a(d) && abuf < (size_t)(d->m * d->k)) /* dot_widen_a */
+        abuf = (size_t)(d->m * d->k);
 #endif
     const int nbuf = per_matrix || split != TSR_SPLIT_NONE ? nt : 1;
     float *buf = tsr_scratch_get((abuf + bbuf) * sizeof(float) * (size_t)nbuf);
