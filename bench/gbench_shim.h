@@ -31,7 +31,8 @@ typedef struct gb_result {
     double seconds; /* real time per iteration */
     int error;
 } gb_result;
-/* Results of the last gb_run, in order. */
+/* Results of the last gb_run, one per benchmark in the order each first
+ * ran: with --benchmark_repetitions, the medians of its repetitions. */
 int gb_results(const gb_result **out);
 
 #ifdef __cplusplus

@@ -142,6 +142,9 @@ static void usage(void) {
          "  --summary  print a table of GFLOP/s, ratios to each vendor, % of the measured FMA peak and\n"
          "             (f32, AVX-512) % of the 8x48 micro-kernel ceiling with its panels in L1\n"
          "  --json     write Google Benchmark JSON to FILE\n"
+         "  --benchmark_repetitions=N, with --benchmark_enable_random_interleaving=true on a noisy\n"
+         "             machine: each benchmark runs N times, shuffled among the others' runs, and\n"
+         "             every summary takes the median of its N rates\n"
          "Every library's result is checked before timing, at sampled outputs, against dot\n"
          "products taken exactly; a wrong result is reported (WRONG, with the library's name)\n"
          "and not timed, and a wrong Tessera result makes the exit status 1.");
