@@ -32,16 +32,8 @@
 #define NAME "gemm.x86_avx2.s8"
 #define FEATURES (TSR_CPU_AVX2 | TSR_CPU_FMA)
 
-enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PATH };
-enum { PATH_PACKED, PATH_DOT, PATH_STREAM };
-
-static const int mc_values[] = {48, 96, 192, 384};
-static const int kc_values[] = {256, 512, 1024, 2048};
 static const int nc_values[] = {1024, 2048, 4096};
-static const int path_values[] = {PATH_PACKED, PATH_DOT, PATH_STREAM};
-
-static const tsr_knob s8_knobs[] = {
-    {"mc", 4, mc_values}, {"kc", 4, kc_values}, {"nc", 3, nc_values}, {"path", 3, path_values}};
+static const tsr_knob s8_knobs[] = TSR_I8_KNOBS(nc_values);
 
 static bool s8_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
@@ -70,8 +62,7 @@ static void s8_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedul
 static bool s8_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)ctx;
     if (s->v[KNOB_MC] % MR || s->v[KNOB_NC] % NR || s->v[KNOB_KC] % 2 || s->v[KNOB_KC] < 2) return false;
-    const int path = s->v[KNOB_PATH];
-    return path == PATH_PACKED || (path == PATH_DOT ? dot_ok(&p->u.gemm.d) : stream_ok(&p->u.gemm.d));
+    return tsr_i8_path_valid(s->v[KNOB_PATH], dot_ok(&p->u.gemm.d), stream_ok(&p->u.gemm.d));
 }
 
 typedef struct job {

@@ -38,16 +38,8 @@
 #define NR (NV * 16)
 #define FEATURES (TSR_CPU_AVX512F | TSR_CPU_AVX512BW | TSR_CPU_AVX512VL | TSR_CPU_AVX512VNNI)
 
-enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PATH };
-enum { PATH_PACKED, PATH_DOT, PATH_STREAM };
-
-static const int mc_values[] = {48, 96, 192, 384};
-static const int kc_values[] = {256, 512, 1024, 2048};
 static const int nc_values[] = {1008, 2016, 4032};
-static const int path_values[] = {PATH_PACKED, PATH_DOT, PATH_STREAM};
-
-static const tsr_knob vnni_knobs[] = {
-    {"mc", 4, mc_values}, {"kc", 4, kc_values}, {"nc", 3, nc_values}, {"path", 3, path_values}};
+static const tsr_knob vnni_knobs[] = TSR_I8_KNOBS(nc_values);
 
 static bool vnni_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
@@ -89,8 +81,7 @@ static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
 static bool vnni_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)ctx;
     if (s->v[KNOB_MC] % MR || s->v[KNOB_NC] % NR || s->v[KNOB_KC] % 64) return false;
-    const int path = s->v[KNOB_PATH];
-    return path == PATH_PACKED || (path == PATH_DOT ? dot_ok(&p->u.gemm.d) : stream_ok(&p->u.gemm.d));
+    return tsr_i8_path_valid(s->v[KNOB_PATH], dot_ok(&p->u.gemm.d), stream_ok(&p->u.gemm.d));
 }
 
 /* acc += a . b on four bytes a lane. In asm because GCC 12 copies the

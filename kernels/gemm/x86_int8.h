@@ -1,12 +1,33 @@
 /* What the x86 int8 GEMM kernels (x86_avx512_vnni.c, x86_avx2_s8.c) share:
- * the reference's int32 semantics for C and the dtype check. Plain C, so
- * either file's ISA flags serve. */
+ * the reference's int32 semantics for C, the dtype check and the schedule
+ * space (Goto blocks and the path). Plain C, so either file's ISA flags
+ * serve. */
 #ifndef TSR_GEMM_X86_INT8_H
 #define TSR_GEMM_X86_INT8_H
 
 #include <math.h>
 
 #include "internal.h"
+
+/* The schedule knobs: mc, kc, nc blocks of the packed path, and the path:
+ * packed Goto loops, dot products for B stored n x k with few rows, or B
+ * streamed once for few rows against row-major B. */
+enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PATH };
+enum { PATH_PACKED, PATH_DOT, PATH_STREAM };
+
+static const int tsr_i8_mc_values[] = {48, 96, 192, 384};
+static const int tsr_i8_kc_values[] = {256, 512, 1024, 2048};
+static const int tsr_i8_path_values[] = {PATH_PACKED, PATH_DOT, PATH_STREAM};
+
+/* The knob table, with nc_values three multiples of the kernel's NR. */
+#define TSR_I8_KNOBS(nc_values)                                                                                      \
+    {{"mc", 4, tsr_i8_mc_values}, {"kc", 4, tsr_i8_kc_values}, {"nc", 3, nc_values}, {"path", 3, tsr_i8_path_values}}
+
+/* Whether a schedule's path serves d: the packed path any shape, the
+ * others where dot_ok / stream_ok say. */
+static inline bool tsr_i8_path_valid(int path, bool dot_ok, bool stream_ok) {
+    return path == PATH_PACKED || (path == PATH_DOT ? dot_ok : path == PATH_STREAM && stream_ok);
+}
 
 /* i8 x i8 -> i32 only; the core checked the backend and the ISA. */
 static inline bool tsr_i8_supports(const tsr_problem *p, const char *name, char *why, size_t n) {
