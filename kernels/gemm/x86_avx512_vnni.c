@@ -567,9 +567,7 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int 
 static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
-    const int path = s->v[KNOB_PATH] == PATH_DOT && dot_ok(d)          ? PATH_DOT
-                     : s->v[KNOB_PATH] == PATH_STREAM && stream_ok(d) ? PATH_STREAM
-                                                                        : PATH_PACKED;
+    const int path = tsr_i8_path_of(s->v[KNOB_PATH], dot_ok(d), stream_ok(d));
     int64_t kc = s->v[KNOB_KC];
     if (!tsr_i8_wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
     kc = (kc + 3) / 4 * 4;

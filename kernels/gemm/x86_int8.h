@@ -29,6 +29,11 @@ static inline bool tsr_i8_path_valid(int path, bool dot_ok, bool stream_ok) {
     return path == PATH_PACKED || (path == PATH_DOT ? dot_ok : path == PATH_STREAM && stream_ok);
 }
 
+/* The path a run takes: the schedule's where it serves, else packed. */
+static inline int tsr_i8_path_of(int path, bool dot_ok, bool stream_ok) {
+    return path == PATH_DOT && dot_ok ? PATH_DOT : path == PATH_STREAM && stream_ok ? PATH_STREAM : PATH_PACKED;
+}
+
 /* i8 x i8 -> i32 only; the core checked the backend and the ISA. */
 static inline bool tsr_i8_supports(const tsr_problem *p, const char *name, char *why, size_t n) {
     const tsr_gemm_desc *d = &p->u.gemm.d;
