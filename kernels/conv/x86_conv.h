@@ -306,7 +306,7 @@ typedef struct conv_job {
     const float *zero; /* max(c, 1) zeros */
     void *y;           /* NHWC, d->y_dtype */
     const tsr_epilogue *epi;
-    bool plain;        /* f32 y (bf16 with AVX-512) and an epilogue ukr_epilogue_is_plain accepts: tiles
+    bool plain;        /* f32 or bf16 y and an epilogue ukr_epilogue_is_plain accepts: tiles
                         * stored from registers by plain_store */
     bool stream_y;     /* y is larger than the caches: whole aligned vectors stored past them */
     bool prefetch_x;   /* x is out of L2: input ahead prefetched (depthwise: rows; pointwise: FETCH_TILES) */
@@ -791,7 +791,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .x_dtype = xf || bf ? TSR_F32 : d->x_dtype, .bf = bf,
                   .wp = in_place || packed ? (const float *)cp->w : buf, .w_ld = in_place ? d->k : NR, .zero = zero,
                   .y = cp->y, .epi = &d->epilogue,
-                  .plain = (d->y_dtype == TSR_F32 || (VL == 16 && d->y_dtype == TSR_BF16)) &&
+                  .plain = (d->y_dtype == TSR_F32 || d->y_dtype == TSR_BF16) &&
                            ukr_epilogue_is_plain(&d->epilogue),
                   .pointwise = d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 && d->groups == 1 &&
                                !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};

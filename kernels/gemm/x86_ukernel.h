@@ -111,9 +111,8 @@ static inline __attribute__((always_inline)) vf ukr_epilogue(const tsr_epilogue 
     return r;
 }
 
-/* Whether e is bias, residual and relu steps only, on f32 data (or bf16
- * with AVX-512, whose masked 16-bit loads need no call): what
- * ukr_epilogue_plain applies without a single call. Any call in a tile's
+/* Whether e is bias, residual and relu steps only, on f32 or bf16 data:
+ * what ukr_epilogue_plain applies without a single call. Any call in a tile's
  * store loop (an exp, a dtype conversion) makes the compiler keep the whole
  * tile of accumulators on the stack, since every vector register is
  * caller-saved; the common epilogues then cost more than the tile's FMAs. */
@@ -121,7 +120,7 @@ static inline bool ukr_epilogue_is_plain(const tsr_epilogue *e) {
     for (int s = 0; s < e->num_steps; s++) {
         const tsr_epilogue_step *st = &e->steps[s];
         if (st->op == TSR_EPI_ACTIVATION ? st->activation != TSR_ACT_RELU && st->activation != TSR_ACT_NONE
-                                         : st->dtype != TSR_F32 && (VL != 16 || st->dtype != TSR_BF16))
+                                         : st->dtype != TSR_F32 && st->dtype != TSR_BF16)
             return false;
     }
     return true;
@@ -136,31 +135,43 @@ static inline __attribute__((always_inline)) float ukr_load_1(const void *p, tsr
     return f;
 }
 
-/* n (1..VL) values at element i of p, f32 or (VL 16 only) bf16, inline.
- * Not vf_load_n_dtype/vf_store_n_dtype forced inline: their f16 and AVX2
+/* n (1..VL) values at element i of p, f32 or bf16, inline. Not
+ * vf_load_n_dtype/vf_store_n_dtype forced inline: their f16 and AVX2
  * paths, unrolled into a tile's stores, cost the f32 pointwise tile 7%
- * (one core, 96 -> 89 GFLOP/s). */
+ * (one core, 96 -> 89 GFLOP/s); and called, they put the tile on the
+ * stack (AVX2 bf16 residual layers ran at half the f32 speed). AVX2 has no
+ * 16-bit masked load: a ragged bf16 vector goes through 16 bytes on the
+ * stack, element by element. */
 static inline __attribute__((always_inline)) vf ukr_load_n(const void *p, tsr_dtype t, int64_t i, int n) {
-#if VL == 16
     if (t == TSR_BF16) {
         const uint16_t *h = (const uint16_t *)p + i;
+#if VL == 16
         const __m256i raw = n >= VL ? _mm256_loadu_si256((const __m256i *)h)
                                     : _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1), h);
         return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16));
-    }
+#else
+        __m128i raw;
+        if (n >= VL) {
+            raw = _mm_loadu_si128((const __m128i *)h);
+        } else {
+            _Alignas(16) uint16_t part[8] = {0};
+            for (int j = 0; j < n; j++) part[j] = h[j];
+            raw = _mm_load_si128((const __m128i *)part);
+        }
+        return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(raw), 16));
 #endif
-    (void)t;
+    }
     return n >= VL ? vf_load((const float *)p + i) : vf_load_n((const float *)p + i, n);
 }
 
-/* The first n (1..VL) lanes of v into element i of p, f32 or (VL 16 only)
- * bf16 rounded to nearest even, inline. native: the CPU has AVX512_BF16
+/* The first n (1..VL) lanes of v into element i of p, f32 or bf16
+ * rounded to nearest even, inline. native: the CPU has AVX512_BF16
  * and this file was built for it: vcvtneps2bf16, one instruction for the
  * eight of the integer rounding (it flushes denormal inputs to zero). */
 static inline __attribute__((always_inline)) void ukr_store_n(void *p, tsr_dtype t, int64_t i, vf v, int n,
                                                               bool native) {
-#if VL == 16
     if (t == TSR_BF16) {
+#if VL == 16
         __m256i h;
 #ifdef __AVX512BF16__
         if (native) h = (__m256i)_mm512_cvtneps_pbh(v);
@@ -169,10 +180,21 @@ static inline __attribute__((always_inline)) void ukr_store_n(void *p, tsr_dtype
             h = vf_bf16_from_16(v, true);
         if (n >= VL) _mm256_storeu_si256((__m256i *)((uint16_t *)p + i), h);
         else _mm256_mask_storeu_epi16((uint16_t *)p + i, (__mmask16)((1u << n) - 1), h);
+#else
+        (void)native;
+        const __m128i h = vf_bf16_from_8(v, true);
+        uint16_t *out = (uint16_t *)p + i;
+        if (n >= VL) {
+            _mm_storeu_si128((__m128i *)out, h);
+        } else {
+            _Alignas(16) uint16_t part[8];
+            _mm_store_si128((__m128i *)part, h);
+            for (int j = 0; j < n; j++) out[j] = part[j];
+        }
+#endif
         return;
     }
-#endif
-    (void)t, (void)native;
+    (void)native;
     if (n >= VL) vf_store((float *)p + i, v);
     else vf_store_n((float *)p + i, v, n);
 }
