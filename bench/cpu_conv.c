@@ -321,9 +321,13 @@ int conv_suite_main(const char *const *sets, int nsets, int threads, int quick, 
                          c->d.groups > 1 && c->d.groups == c->d.c ? " depthwise" : "");
             if ((!c || strcmp(g, group)) && (cnt[0] || cnt[1] || cnt[2])) {
                 printf("%-26s %45s", group, "geomean:");
-                for (int k = 0; k < NR_; k++) printf(" %8.2fx", cnt[k] ? exp(lsum[k] / cnt[k]) : 0);
+                for (int k = 0; k < NR_; k++) /* "-": no ratio of that kind ran */
+                    if (cnt[k]) printf(" %8.2fx", exp(lsum[k] / cnt[k]));
+                    else printf(" %9s", "-");
                 printf("\n%-26s %45s", "", "min:");
-                for (int k = 0; k < NR_; k++) printf(" %8.2fx", cnt[k] ? lmin[k] : 0);
+                for (int k = 0; k < NR_; k++)
+                    if (cnt[k]) printf(" %8.2fx", lmin[k]);
+                    else printf(" %9s", "-");
                 printf("\n");
                 for (int k = 0; k < NR_; k++) lsum[k] = 0, lmin[k] = 1e9, cnt[k] = 0;
             }
