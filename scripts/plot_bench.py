@@ -12,6 +12,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+def shape_key(label):
+    """'NT 16x4096x4096' -> ('NT', 16, 4096, 4096): layouts apart, then by m, n, k."""
+    layout, _, shape = label.partition(" ")
+    dims = shape.split("x")
+    return (layout, *(int(x) for x in dims)) if all(x.isdigit() for x in dims) else (layout, shape)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("json", help="tessera-bench --json output")
@@ -26,6 +33,10 @@ def main():
     for b in data["benchmarks"]:
         if b.get("error_occurred") or "gflops" not in b:
             continue
+        # with --benchmark_repetitions: each run, then Google Benchmark's
+        # aggregates; the median (reported last) is the point plotted
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
         parts = b["name"].split("/")
         if len(parts) < 5 or parts[0] == "peak":
             continue
@@ -37,7 +48,7 @@ def main():
             order[key].append(label)
     os.makedirs(args.outdir, exist_ok=True)
     for (op, dtype), impls in series.items():
-        labels = order[(op, dtype)]
+        labels = sorted(order[(op, dtype)], key=shape_key)  # run order is shuffled when interleaved
         fig, ax = plt.subplots(figsize=(max(6, 0.45 * len(labels)), 4.5))
         for impl, points in impls.items():
             d = dict(points)

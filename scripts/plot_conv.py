@@ -6,6 +6,7 @@ Tessera (OHWI filter packed per call; filter packed once) and oneDNN
 import argparse
 import collections
 import json
+import re
 
 import matplotlib
 
@@ -15,6 +16,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 IMPLS = [("NHWC", "tessera", "tessera (OHWI, packed per call)"),
          ("NHWC-PACKED", "tessera", "tessera (packed once)"),
          ("NHWC", "onednn_any", "oneDNN (prepacked weights)")]
+
+
+def natural_key(name):
+    """'dw10' after 'dw9'; ResNet-50's names sort in network order."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
 
 
 def main():
@@ -32,6 +38,10 @@ def main():
         parts = b["name"].split("/")
         if parts[0] != "conv" or b.get("error_occurred") or "gflops" not in b:
             continue
+        # with --benchmark_repetitions: each run, then Google Benchmark's
+        # aggregates; the median (reported last) is the point plotted
+        if b.get("run_type") == "aggregate" and b.get("aggregate_name") != "median":
+            continue
         _, dtype, layout, shape, impl = parts[:5]
         layer, batch = shape.rsplit("_n", 1)
         kind = "depthwise" if layer.startswith("dw") else "ResNet-50"
@@ -42,7 +52,7 @@ def main():
     keys = sorted(rate, key=lambda k: (k[2] != "ResNet-50", k[0], k[1]))
     fig, axes = plt.subplots(len(keys), 1, figsize=(14, 3.2 * len(keys)), squeeze=False)
     for ax, key in zip(axes[:, 0], keys):
-        layers = order[key]
+        layers = sorted(order[key], key=natural_key)  # run order is shuffled when interleaved
         width = 0.8 / len(IMPLS)
         for i, (layout, impl, label) in enumerate(IMPLS):
             ys = [rate[key][l].get((layout, impl), 0) for l in layers]
