@@ -225,7 +225,6 @@ static inline __attribute__((always_inline)) void micro_kernel(const int nv, int
         for (int v = 0; v < nv; v++) acc[i][v] = c[i][v];
 }
 
-/* alpha * sum + beta * c, rounded and saturated as the reference does. */
 /* The tile's sums into C: the first K block sets (adding C when beta is
  * 1), later blocks add; alpha/beta other than 1 and 0/1 (one K block) are
  * applied per element. */

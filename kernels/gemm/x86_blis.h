@@ -660,29 +660,30 @@ static inline __attribute__((always_inline)) void dot_tile_bf16(const job *j, in
 #define DOT_TILE dot_tile
 #define DOT_COLS 3
 #endif
+/* One row reads A as it lies; more rows of f16/bf16 read j->a_wide
+ * (dot_widens_a: the same rule, A and B of one dtype on this path). */
 static inline __attribute__((always_inline)) void dot_columns_of(const job *j, int64_t jlo, int64_t jhi,
-                                                                 const tsr_dtype t, const bool wide) {
+                                                                 const tsr_dtype t) {
     const int64_t M = j->g->d.m;
     if (M == 1) {
         for (int64_t j0 = jlo; j0 < jhi; j0 += 8)
-            DOT_TILE(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8, t, wide);
+            DOT_TILE(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8, t, false);
         return;
     }
     for (int64_t j0 = jlo; j0 < jhi; j0 += DOT_COLS)
         for (int64_t i0 = 0; i0 < M; i0 += 4)
             DOT_TILE(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < DOT_COLS ? jhi - j0 : DOT_COLS), 4,
-                     DOT_COLS, t, wide);
+                     DOT_COLS, t, t != TSR_F32);
 }
 
 static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
 #ifdef GEMM_BF16_DOT
-    dot_columns_of(j, jlo, jhi, TSR_BF16, false);
+    dot_columns_of(j, jlo, jhi, TSR_BF16);
 #else
-    const bool wide = j->a_wide != NULL;
     switch (j->g->d.b_dtype) {
-    case TSR_BF16: wide ? dot_columns_of(j, jlo, jhi, TSR_BF16, true) : dot_columns_of(j, jlo, jhi, TSR_BF16, false); break;
-    case TSR_F16: wide ? dot_columns_of(j, jlo, jhi, TSR_F16, true) : dot_columns_of(j, jlo, jhi, TSR_F16, false); break;
-    default: dot_columns_of(j, jlo, jhi, TSR_F32, false); break;
+    case TSR_BF16: dot_columns_of(j, jlo, jhi, TSR_BF16); break;
+    case TSR_F16: dot_columns_of(j, jlo, jhi, TSR_F16); break;
+    default: dot_columns_of(j, jlo, jhi, TSR_F32); break;
     }
 #endif
 }

@@ -23,15 +23,15 @@ static const int tsr_i8_path_values[] = {PATH_PACKED, PATH_DOT, PATH_STREAM};
 #define TSR_I8_KNOBS(nc_values)                                                                                      \
     {{"mc", 4, tsr_i8_mc_values}, {"kc", 4, tsr_i8_kc_values}, {"nc", 3, nc_values}, {"path", 3, tsr_i8_path_values}}
 
-/* Whether a schedule's path serves d: the packed path any shape, the
- * others where dot_ok / stream_ok say. */
-static inline bool tsr_i8_path_valid(int path, bool dot_ok, bool stream_ok) {
-    return path == PATH_PACKED || (path == PATH_DOT ? dot_ok : path == PATH_STREAM && stream_ok);
-}
-
-/* The path a run takes: the schedule's where it serves, else packed. */
+/* The path a run takes: the schedule's where it serves (the packed path
+ * any shape, the others where dot_ok / stream_ok say), else packed. */
 static inline int tsr_i8_path_of(int path, bool dot_ok, bool stream_ok) {
     return path == PATH_DOT && dot_ok ? PATH_DOT : path == PATH_STREAM && stream_ok ? PATH_STREAM : PATH_PACKED;
+}
+
+/* Whether a schedule's path serves as it is (the tuner skips the others). */
+static inline bool tsr_i8_path_valid(int path, bool dot_ok, bool stream_ok) {
+    return tsr_i8_path_of(path, dot_ok, stream_ok) == path;
 }
 
 /* i8 x i8 -> i32 only; the core checked the backend and the ISA. */
