@@ -135,6 +135,12 @@ static const conv_case cases[] = {
     {1, 33, 5, 23, 33, 3, 3, 1, 1, 3, 3, 3, 3, 1, 1, 33, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
     {3, 64, 4, 23, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 160, 5, 17, 160, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 160, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    /* the column walk's filter rows cut by the padding once per output row:
+     * dilation_h 2 (rows stepped by two image rows) with pads past it at
+     * the top and bottom, stride_h 2, an input of two rows; tiles inside
+     * the row (no column tests) between edge tiles, bias without relu */
+    {2, 24, 9, 29, 24, 3, 3, 2, 1, 3, 2, 1, 1, 2, 1, 24, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 16, 2, 19, 16, 3, 3, 1, 2, 2, 2, 1, 1, 2, 1, 16, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
     /* batch 1 with a filter packed per call and 16+ vectors: channel groups
      * per thread, each packing its own (17 vectors, the last ragged; bf16
      * pairs in groups of whole pairs) */

@@ -107,7 +107,13 @@ typedef struct dw_geo {
     int64_t C, H, W, R, S, sh, sw, dh, dw, pt, pl, P, Q;
     bool regs_epi_full, regs_epi_tail; /* dw_regs_epilogue */
     bool y_f32;
+    bool bias0;      /* whole vectors: a leading bias step is where the sums start */
+    int8_t walk_epi; /* whole vectors, after bias0: DW_EPI_NONE, DW_EPI_RELU, or DW_EPI_STEPS */
 } dw_geo;
+
+/* What a column walk's tile does to its sums after a leading bias:
+ * nothing, relu, or the steps one by one (dw_store_tile). */
+enum { DW_EPI_NONE, DW_EPI_RELU, DW_EPI_STEPS };
 
 /* Whether dw_epilogue_regs applies e to tiles of whole vectors (full) or of
  * a ragged one (tail): bias steps (f32 data for a tail) and relu or no
@@ -123,6 +129,19 @@ static bool dw_regs_epilogue(const tsr_epilogue *e, bool full) {
             return false;
     }
     return true;
+}
+
+/* The walk's epilogue kind (see dw_geo): the steps after a leading bias,
+ * told apart once per call rather than per tile. */
+static int8_t dw_walk_epi(const tsr_epilogue *e, bool bias0) {
+    int relu = 0;
+    for (int s = bias0; s < e->num_steps; s++) {
+        const tsr_epilogue_step *st = &e->steps[s];
+        if (st->op != TSR_EPI_ACTIVATION || (st->activation != TSR_ACT_RELU && st->activation != TSR_ACT_NONE))
+            return DW_EPI_STEPS;
+        relu |= st->activation == TSR_ACT_RELU;
+    }
+    return relu ? DW_EPI_RELU : DW_EPI_NONE;
 }
 
 /* Whether a tile of whole vectors (full) or of a ragged one keeps its sums
@@ -199,14 +218,149 @@ static inline __attribute__((always_inline)) void dw_store_tile(const conv_job *
     dw_store_general(j, C, (const float (*)[VL])spill, T, c0, y0, lanes);
 }
 
+/* Where the column walk's tiles at pixel (n, oh, ow0) read and write,
+ * the same for each channel vector of a span: elements at channel 0 of x
+ * (the first filter row whose input row is in the image, column iw0), of
+ * the packed filter (that row's first tap) and of y; how many filter rows
+ * are in the image; the tile's columns that are, [u_lo, u_hi). Rows in
+ * the padding are left out once per output row (dw_span_row) instead of
+ * tested per tile; a tile's place is the row's shifted (dw_span_at_ow). */
+typedef struct dw_span_at {
+    int64_t x0, w0, y0, rows, u_lo, u_hi;
+} dw_span_at;
+
+/* Output row (n, oh) at ow0 = 0. */
+static inline dw_span_at dw_span_row(const dw_geo *g, int64_t n, int64_t oh) {
+    const int64_t ih0 = oh * g->sh - g->pt;
+    const int64_t r_lo = ih0 < 0 ? (-ih0 + g->dh - 1) / g->dh : 0;
+    int64_t r_hi = g->H - ih0 <= 0 ? 0 : (g->H - ih0 + g->dh - 1) / g->dh;
+    r_hi = r_hi < g->R ? r_hi : g->R;
+    return (dw_span_at){.x0 = ((n * g->H + ih0 + r_lo * g->dh) * g->W - g->pl) * g->C,
+                        .w0 = r_lo * g->S * g->C,
+                        .y0 = (n * g->P + oh) * g->Q * g->C,
+                        .rows = r_hi > r_lo ? r_hi - r_lo : 0,
+                        .u_lo = g->pl,
+                        .u_hi = g->W + g->pl};
+}
+
+/* The row's place `row` shifted to output column ow0. */
+static inline dw_span_at dw_span_at_ow(const dw_geo *g, const dw_span_at *row, int64_t ow0) {
+    const int64_t du = ow0 * g->sw;
+    dw_span_at at = *row;
+    at.x0 += du * g->C;
+    at.y0 += ow0 * g->C;
+    at.u_lo = row->u_lo > du ? row->u_lo - du : 0;
+    at.u_hi -= du;
+    return at;
+}
+
+/* The column walk: T output pixels at `at` of the whole channel vector
+ * at c0, for a filter of 3 columns, dilation_w 1, stride_w SW (1 or 2).
+ * Input column u of the tile feeds output i through tap s where u = i *
+ * SW + s; each column is loaded once into the up to three accumulators
+ * that use it (stride 1: T + 2 loads per filter row instead of 3 T), so
+ * the FMA port, not the loads, sets the pace. Columns outside [0, W) are
+ * padding; depthwise_run keeps them to the first and last DW_EDGE, tested
+ * only where `edges` (a tile inside the row tests nothing). x is read
+ * through a pointer stepped four pixels per four columns (the three
+ * between are it plus one, two or three strides in registers), each
+ * column loaded once into a register: with an index u * C GCC kept the
+ * multiples of C on the stack and in vector registers (three more
+ * instructions and two more loads per column, 1.5x the time at
+ * 28x28x192), and with the load folded into the FMAs of a column that
+ * feeds two or three, as many loads. The empty asm statements hold both
+ * choices; a column that feeds one FMA (stride 2's odd ones) keeps its
+ * load folded, one instruction less.
+ *
+ * What surrounds the FMAs counts as much: on AVX2 the instructions, not
+ * the FMA port, set the pace. A tile that found its filter rows, x and y
+ * by multiplying per tile and tested every row and edge column took 394
+ * instructions per 72 FMAs (112x112x32 on one thread: 2.49 M per call by
+ * callgrind, oneDNN's 1.41 M; 25 against 53 GFLOP/s). Rows in the padding
+ * left out per output row, pointers stepped per row and channel vector,
+ * tiles inside the row without column tests and the epilogue's kind told
+ * once per call (dw_geo.walk_epi): 1.54 M, and 0.55x -> 0.83x oneDNN on
+ * the MobileNet-v2 set (Zen 3, two threads). */
+static inline __attribute__((always_inline)) void dw_walk_tile(const conv_job *j, const dw_geo *g,
+                                                                const dw_span_at *at, const int T, const int SW,
+                                                                const tsr_dtype xt, int64_t c0, const char *xr,
+                                                                const float *wr, int64_t rstep, const bool edges) {
+    const int64_t C = g->C;
+    const vf start = g->bias0 ? vf_load_dtype(j->epi->steps[0].data, j->epi->steps[0].dtype, c0) : vf_zero();
+    vf acc[DW_TMAX];
+#pragma GCC unroll 16
+    for (int i = 0; i < T; i++) acc[i] = start;
+    const int span = (T - 1) * SW + 3;
+    const int64_t xstep = C * dw_x_size(xt), xstep3 = 3 * xstep;
+    for (int64_t r = 0; r < at->rows; r++, xr += rstep, wr += 3 * C) {
+        const vf w0 = vf_load(wr), w1 = vf_load(wr + C), w2 = vf_load(wr + 2 * C);
+        const char *xp = xr;
+#pragma GCC unroll 48
+        for (int u = 0; u < span; u++) {
+            if (u % 4 == 0) {
+                if (u) xp += 4 * xstep;
+                __asm__("" : "+r"(xp));
+            }
+            if (edges && (u < DW_EDGE || u >= span - DW_EDGE) && (u < at->u_lo || u >= at->u_hi)) continue;
+            vf xv = dw_load_xp(u % 4 == 0 ? xp : u % 4 == 1 ? xp + xstep : u % 4 == 2 ? xp + 2 * xstep : xp + xstep3,
+                               xt, VL);
+            /* whether tap s takes this column: for output (u - s) / SW */
+            const bool t0 = u % SW == 0 && u / SW < T, t1 = u >= 1 && (u - 1) % SW == 0 && (u - 1) / SW < T,
+                       t2 = u >= 2 && (u - 2) % SW == 0 && (u - 2) / SW < T;
+            if (t0 + t1 + t2 > 1) __asm__("" : "+v"(xv));
+            if (t0) acc[u / SW] = vf_fma(xv, w0, acc[u / SW]);
+            if (t1) acc[(u - 1) / SW] = vf_fma(xv, w1, acc[(u - 1) / SW]);
+            if (t2) acc[(u - 2) / SW] = vf_fma(xv, w2, acc[(u - 2) / SW]);
+        }
+    }
+    const int64_t y0 = at->y0 + c0;
+    const int epi = g->walk_epi; /* read once: the stores could alias g */
+    if (epi != DW_EPI_STEPS && g->y_f32 && !j->stream_y) {
+        float *y = (float *)j->y + y0;
+        if (epi == DW_EPI_RELU) {
+#pragma GCC unroll 16
+            for (int i = 0; i < T; i++) acc[i] = vf_max(vf_zero(), acc[i]);
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < T; i++) vf_store(y + i * C, acc[i]);
+        return;
+    }
+    dw_store_tile(j, g, acc, T, c0, y0, true, VL, g->bias0);
+}
+
+/* The walk's T-wide tiles at ow of row (n, oh) for each whole channel
+ * vector from c_lo to c_hi in turn, so that a pixel's lines are read in
+ * address order, the next vector's right after this one's. The rows' x
+ * and filter pointers step with the vector instead of being computed for
+ * each (a multiply chain per tile). */
+static inline __attribute__((always_inline)) void dw_walk_span(const conv_job *j, const dw_geo *g,
+                                                                const dw_span_at *row, int64_t ow, const int T,
+                                                                const int SW, const tsr_dtype xt, int64_t c_lo,
+                                                                int64_t c_hi) {
+    const dw_span_at at = dw_span_at_ow(g, row, ow);
+    const int64_t es = dw_x_size(xt), rstep = g->dh * g->W * g->C * es;
+    const char *xr = (const char *)j->x + (at.x0 + c_lo) * es;
+    const float *wr = j->wp + at.w0 + c_lo;
+    /* a tile inside the row has neighbours on both sides: a row of three
+     * tiles or more, each 2 DW_TMAX / 3 - 1 wide at least (dw_row_tiles);
+     * narrower widths are not instantiated without column tests (each
+     * variant is unrolled code: the AVX-512 file took 125 s to compile
+     * before them, 186 s with these, more with every width) */
+    if (at.u_lo > 0 || at.u_hi < (T - 1) * SW + 3 || 3 * T < 2 * DW_TMAX - 3) {
+        for (int64_t c0 = c_lo; c0 < c_hi; c0 += VL, xr += VL * es, wr += VL)
+            dw_walk_tile(j, g, &at, T, SW, xt, c0, xr, wr, rstep, true);
+    } else {
+        for (int64_t c0 = c_lo; c0 < c_hi; c0 += VL, xr += VL * es, wr += VL)
+            dw_walk_tile(j, g, &at, T, SW, xt, c0, xr, wr, rstep, false);
+    }
+}
+
 /* T output pixels ow0 .. ow0 + T - 1 of row (n, oh), the nc (1..VL; VL
- * when full) channels at c0. SW is the stride when the tile takes the
- * column walk (S == 3, dilation_w 1, stride_w SW in 1..2), 0 for the
- * per-tap loop that serves any filter. xt: j->x_dtype (see dw_load_x). */
+ * when full) channels at c0, tap by tap: any filter, f16 x and the ragged
+ * last channel vector. xt: j->x_dtype (see dw_load_x). */
 static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh,
-                                                           int64_t ow0, const int T, const int SW,
-                                                           const tsr_dtype xt, int64_t c0, const int nc,
-                                                           const bool full) {
+                                                           int64_t ow0, const int T, const tsr_dtype xt, int64_t c0,
+                                                           const int nc, const bool full) {
     const int lanes = full ? VL : nc;
     const int64_t C = g->C, W = g->W, iw0 = ow0 * g->sw - g->pl;
     /* a leading bias step is where the sums start (one add less per pixel) */
@@ -220,45 +374,6 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
         if (ih < 0 || ih >= g->H) continue;
         const int64_t xrow = ((n * g->H + ih) * W + iw0) * C + c0; /* element of column iw0 (maybe padding) */
         const float *wr = j->wp + r * g->S * C + c0;
-        if (SW) {
-            /* Input column u of the tile feeds output i through tap s where
-             * u = i * SW + s. Columns outside [0, W) are padding;
-             * depthwise_run keeps them to the first and last DW_EDGE, the
-             * only columns tested. x is read through a pointer stepped four
-             * pixels per four columns (the three between are it plus one,
-             * two or three strides in registers), each column loaded once
-             * into a register: with an index u * C GCC kept the multiples of
-             * C on the stack and in vector registers (three more
-             * instructions and two more loads per column, 1.5x the time at
-             * 28x28x192), and with the load folded into the FMAs of a
-             * column that feeds two or three, as many loads. The empty asm
-             * statements hold both choices; a column that feeds one FMA
-             * (stride 2's odd ones) keeps its load folded, one instruction
-             * less. */
-            const int span = (T - 1) * SW + 3;
-            const int64_t u_lo = -iw0 > 0 ? -iw0 : 0, u_hi = W - iw0;
-            const vf w0 = load_lanes(wr, lanes), w1 = load_lanes(wr + C, lanes), w2 = load_lanes(wr + 2 * C, lanes);
-            const int64_t xstep = C * dw_x_size(xt), xstep3 = 3 * xstep;
-            const char *xp = (const char *)j->x + xrow * dw_x_size(xt);
-#pragma GCC unroll 48
-            for (int u = 0; u < span; u++) {
-                if (u % 4 == 0) {
-                    if (u) xp += 4 * xstep;
-                    __asm__("" : "+r"(xp));
-                }
-                if ((u < DW_EDGE || u >= span - DW_EDGE) && (u < u_lo || u >= u_hi)) continue;
-                vf xv = dw_load_xp(u % 4 == 0 ? xp : u % 4 == 1 ? xp + xstep : u % 4 == 2 ? xp + 2 * xstep : xp + xstep3,
-                                   xt, lanes);
-                /* whether tap s takes this column: for output (u - s) / SW */
-                const bool t0 = u % SW == 0 && u / SW < T, t1 = u >= 1 && (u - 1) % SW == 0 && (u - 1) / SW < T,
-                           t2 = u >= 2 && (u - 2) % SW == 0 && (u - 2) / SW < T;
-                if (t0 + t1 + t2 > 1) __asm__("" : "+v"(xv));
-                if (t0) acc[u / SW] = vf_fma(xv, w0, acc[u / SW]);
-                if (t1) acc[(u - 1) / SW] = vf_fma(xv, w1, acc[(u - 1) / SW]);
-                if (t2) acc[(u - 2) / SW] = vf_fma(xv, w2, acc[(u - 2) / SW]);
-            }
-            continue;
-        }
         for (int64_t s = 0; s < g->S; s++) {
             const vf ws = load_lanes(wr + s * C, lanes);
             const int64_t col0 = s * g->dw;
@@ -273,15 +388,6 @@ static inline __attribute__((always_inline)) void dw_tile(const conv_job *j, con
     dw_store_tile(j, g, acc, T, c0, ((n * g->P + oh) * g->Q + ow0) * C + c0, full, lanes, bias0);
 }
 
-/* The T-wide tiles at ow of row (n, oh) for each whole channel vector
- * from c_lo to c_hi in turn, so that a pixel's lines are read in address
- * order, the next vector's right after this one's. */
-static inline __attribute__((always_inline)) void dw_tile_span(const conv_job *j, const dw_geo *g, int64_t n,
-                                                                int64_t oh, int64_t ow, const int T, const int SW,
-                                                                const tsr_dtype xt, int64_t c_lo, int64_t c_hi) {
-    for (int64_t c0 = c_lo; c0 < c_hi; c0 += VL) dw_tile(j, g, n, oh, ow, T, SW, xt, c0, VL, true);
-}
-
 /* Row (n, oh), the whole channel vectors c_lo .. c_hi, in as few tiles
  * as DW_TMAX allows, of widths that differ by one at most: a row of 28 in
  * tiles of 16, 8 and 4 paid each tile's fixed cost (weights, edges,
@@ -291,12 +397,13 @@ static inline __attribute__((always_inline)) void dw_row_tiles(const conv_job *j
                                                                 int64_t c_lo, int64_t c_hi) {
     const int64_t Q = g->Q, tiles = (Q + DW_TMAX - 1) / DW_TMAX, T = (Q + tiles - 1) / tiles;
     const int64_t wide = Q - tiles * (T - 1); /* tiles T wide; the rest T - 1 */
+    const dw_span_at row = dw_span_row(g, n, oh);
     int64_t ow = 0;
     for (int64_t k = 0; k < tiles; k++) {
         const int t = (int)(k < wide ? T : T - 1);
         switch (t) {
 #define DW_TILE_CASE(w)                                                                                                \
-    case w: dw_tile_span(j, g, n, oh, ow, w, SW, xt, c_lo, c_hi); break;
+    case w: dw_walk_span(j, g, &row, ow, w, SW, xt, c_lo, c_hi); break;
             DW_TILE_CASE(1) DW_TILE_CASE(2) DW_TILE_CASE(3) DW_TILE_CASE(4)
             DW_TILE_CASE(5) DW_TILE_CASE(6) DW_TILE_CASE(7) DW_TILE_CASE(8)
 #if DW_TMAX > 8
@@ -330,12 +437,12 @@ static void dw_row_bf16_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_
 static void dw_row_any(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0, int64_t nc) {
     int64_t ow = 0;
     if (nc == VL) {
-        for (; ow + MR <= g->Q; ow += MR) dw_tile(j, g, n, oh, ow, MR, 0, j->x_dtype, c0, VL, true);
-        for (; ow < g->Q; ow++) dw_tile(j, g, n, oh, ow, 1, 0, j->x_dtype, c0, VL, true);
+        for (; ow + MR <= g->Q; ow += MR) dw_tile(j, g, n, oh, ow, MR, j->x_dtype, c0, VL, true);
+        for (; ow < g->Q; ow++) dw_tile(j, g, n, oh, ow, 1, j->x_dtype, c0, VL, true);
         return;
     }
-    for (; ow + MR <= g->Q; ow += MR) dw_tile(j, g, n, oh, ow, MR, 0, j->x_dtype, c0, (int)nc, false);
-    for (; ow < g->Q; ow++) dw_tile(j, g, n, oh, ow, 1, 0, j->x_dtype, c0, (int)nc, false);
+    for (; ow + MR <= g->Q; ow += MR) dw_tile(j, g, n, oh, ow, MR, j->x_dtype, c0, (int)nc, false);
+    for (; ow < g->Q; ow++) dw_tile(j, g, n, oh, ow, 1, j->x_dtype, c0, (int)nc, false);
 }
 
 #ifdef CONV_BF16
@@ -498,7 +605,12 @@ static void dw_row(const conv_job *j, const dw_rows *k, int64_t n, int64_t oh, i
          j->prefetch_x && i < d->stride_h; i++, ih--)
         if (ih >= 0 && ih < d->h) {
             const char *xr = (const char *)j->x + (((n * d->h + ih) * d->w) * d->c + c_lo) * xes;
-            for (int64_t w = 0; w < d->w; w++) prefetch_bytes(xr + w * d->c * xes, (c_hi - c_lo) * (int64_t)xes, true);
+            const int64_t bytes = (c_hi - c_lo) * (int64_t)xes, pitch = d->c * (int64_t)xes;
+            if (bytes == pitch) { /* every channel: the row is one run of lines */
+                prefetch_bytes(xr, d->w * pitch, true);
+                continue;
+            }
+            for (int64_t w = 0; w < d->w; w++) prefetch_bytes(xr + w * pitch, bytes, true);
         }
     const int64_t whole = d->c / VL * VL, c_whole = c_hi < whole ? c_hi : whole; /* a ragged vector: dw_row_any */
     int64_t c0 = c_lo;
@@ -513,9 +625,10 @@ static void dw_row(const conv_job *j, const dw_rows *k, int64_t n, int64_t oh, i
  * rows find the rows they share in L1: with every channel of a row at once,
  * C = 192 at 28x28 read each input line from L2 three times (on Emerald
  * Rapids, one core: 56 -> 43 us, oneDNN 37). A chunk keeps two vectors at
- * least (one line per pixel ran at 0.75x the speed at 112x112). Each thread
- * takes an equal run of (channel group, image, output row): blocks of
- * rows, and within a block chunk by chunk, each chunk's rows in order
+ * least (one line per pixel ran at 0.75x the speed at 112x112); AVX2 does
+ * not chunk (see cv below). Each thread takes an equal run of (channel
+ * group, image, output row): blocks of rows, and within a block chunk by
+ * chunk, each chunk's rows in order
  * (static items of unequal rows gave one of two threads 30 rows of work
  * and the other 12). A filter to pack (w, else NULL) is packed by each
  * thread into its own copy in bufs, the channels it takes: halves packed by
@@ -529,6 +642,8 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
                        .dh = d->dilation_h, .dw = d->dilation_w, .pt = d->pad_top, .pl = d->pad_left, .P = j->P,
                        .Q = j->Q, .regs_epi_full = dw_regs_epilogue(j->epi, true),
                        .regs_epi_tail = dw_regs_epilogue(j->epi, false), .y_f32 = d->y_dtype == TSR_F32}};
+    k.g.bias0 = k.g.regs_epi_full && j->epi->num_steps > 0 && j->epi->steps[0].op == TSR_EPI_BIAS;
+    k.g.walk_epi = dw_walk_epi(j->epi, k.g.bias0);
     /* the column walk: its padding within DW_EDGE columns of a tile's ends */
     const bool walk = d->s == 3 && d->dilation_w == 1 && (d->stride_w == 1 || d->stride_w == 2) &&
                       d->pad_left <= DW_EDGE && (j->Q - 1) * d->stride_w + 3 - d->pad_left - d->w <= DW_EDGE;
@@ -553,8 +668,12 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
     if (VL == 16 && w && d->n == 1 && groups < nt && cvecs >= 8 * (int64_t)nt) groups = nt;
     groups = groups > blocks ? blocks : groups;
     /* chunks: as many vectors (whole steps, two at least) as keep the r
-     * input rows under DW_L1_ROWS */
-    int64_t cv = DW_L1_ROWS / (d->r * d->w * VL * es);
+     * input rows under DW_L1_ROWS. AVX2 takes every vector at once: its
+     * 32-byte vectors ask half the L2 bytes per FMA, which L2 serves (Zen
+     * 3, one process, variants alternated, best of 9: 112x112x32 31 -> 50
+     * GFLOP/s on one thread, 50 -> 62 on two; 112x112x96 stride 2 33 -> 42
+     * on two; the other MobileNet-v2 layers alike or 1-8% faster) */
+    int64_t cv = VL == 16 ? DW_L1_ROWS / (d->r * d->w * VL * es) : cvecs;
     cv = cv < 2 ? 2 : cv;
     cv = (cv + step - 1) / step * step;
     /* rows per block: their input rows, a group's channels, within DW_L2_ROWS */
