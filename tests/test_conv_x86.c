@@ -174,6 +174,19 @@ static const conv_case cases[] = {
     {2, 3, 23, 21, 36, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
     {1, 7, 9, 8, 17, 5, 3, 1, 2, 2, 1, 0, 2, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS, 0},
     {1, 5, 4, 5, 37, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
+    /* f32 1x1 on whole panels (AVX2: pointwise_fast_tile, its k loop in
+     * assembly four channels a round): channels a round and a remainder
+     * (37, 130), a remainder alone (3), whole rounds (64, 8); tiles of 6
+     * and 5 pixels (70, 49); each epilogue it specialises (bias, scaled
+     * residual and relu; a residual of scale 1 in place and apart; bias and
+     * relu; bias; none), and a filter read in place (the C k loop) */
+    {2, 37, 5, 7, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 64, 6, 6, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
+    {1, 3, 4, 9, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OIHW, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 130, 7, 7, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
+    {2, 8, 3, 6, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},
+    {1, 21, 6, 7, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES, 0},
+    {1, 20, 6, 6, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
 };
 
 START_TEST(shapes_schedules_threads) {

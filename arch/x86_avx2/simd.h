@@ -23,8 +23,10 @@ typedef __m256i vi;
 #define vf_round(a) _mm256_round_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
 /* 2^n for integral n in [-126, 127], built in the exponent field. */
 #define vf_pow2i(n) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23))
-/* relu that keeps NaN: max(x, 0) returns the second operand for NaN. */
-#define vf_relu(x) _mm256_blendv_ps(_mm256_max_ps(x, _mm256_setzero_ps()), x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q))
+/* relu that keeps NaN: x where x > 0 or x is NaN ("not less or equal",
+ * unordered true), else +0. Two instructions where max and a NaN blend took
+ * three: a third of a 64-channel 1x1 convolution tile's epilogue. */
+#define vf_relu(x) _mm256_and_ps(x, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_NLE_UQ))
 
 /* |m| with the sign of s */
 #define vf_copysign(m, s) _mm256_or_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), m), _mm256_and_ps(_mm256_set1_ps(-0.0f), s))

@@ -32,6 +32,10 @@
 
 #include "../../arch/x86_avx2/transpose.h"
 #include "../../arch/x86_avx2/prefetch.h"
+#if VL == 8 && MR == 6 && NV == 2
+#include "../../arch/x86_avx2/fma_6x16.h"
+#define CONV_FMA_6X16 1 /* pointwise_fast_tile's loop in assembly */
+#endif
 #include "../../arch/x86_avx512/vdtype.h"
 #include "layout.h"
 
@@ -308,6 +312,11 @@ typedef struct conv_job {
     const tsr_epilogue *epi;
     bool plain;        /* f32 or bf16 y and an epilogue ukr_epilogue_is_plain accepts: tiles
                         * stored from registers by plain_store */
+    bool bias0;        /* plain, and the epilogue starts with a bias: the sums start from it (tile_start) */
+    bool pw_fast;      /* pointwise tiles of whole f32 panels take pointwise_fast_tile (pointwise_fast_of) */
+    const float *pw_bias, *pw_res; /* its epilogue: bias, residual (or NULL), the residual's scale, relu */
+    float pw_scale;
+    bool pw_relu;
     bool stream_y;     /* y is larger than the caches: whole aligned vectors stored past them */
     bool prefetch_x;   /* x is out of L2: input ahead prefetched (depthwise: rows; pointwise: FETCH_TILES) */
     bool pointwise;    /* 1x1, stride 1, unpadded, one group: output pixel i reads input pixel i */
@@ -410,6 +419,26 @@ static inline __attribute__((always_inline)) void tile_fma(const conv_job *j, co
     ukr_fma_nv(NV, mr, kc, rows, 1, bp, j->w_ld, j->ahead, true, acc);
 }
 
+/* A tile's sums for nk channels from output channel kc0 before its FMAs:
+ * the bias where the epilogue starts with one (plain_store then skips it),
+ * else zero. A load per vector where the bias step took a zeroing and an
+ * add per accumulator. */
+static inline __attribute__((always_inline)) void tile_start(const conv_job *j, vf acc[MR][NV], int64_t kc0,
+                                                              const int64_t nk) {
+    if (!j->bias0) {
+        ukr_zero(acc);
+        return;
+    }
+    const tsr_epilogue_step *b = &j->epi->steps[0];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+        const vf bv = v * VL < nk ? ukr_load_n(b->data, b->dtype, kc0 + v * VL, (int)(nk - v * VL < VL ? nk - v * VL : VL))
+                                  : vf_zero();
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) acc[i][v] = bv;
+    }
+}
+
 /* The first mr pixels (outputs at elements y[i] of y) by nk channels from
  * output channel kc0 under a plain epilogue (bias, residual, relu), step by
  * step: a step's kind and dtype tested once a tile, a bias vector loaded
@@ -419,7 +448,7 @@ static inline __attribute__((always_inline)) void tile_fma(const conv_job *j, co
 static inline __attribute__((always_inline)) void plain_store(const conv_job *j, vf acc[MR][NV], const int64_t y[MR],
                                                                const int mr, int64_t kc0, const int64_t nk) {
     const tsr_epilogue *e = j->epi;
-    for (int s = 0; s < e->num_steps; s++) {
+    for (int s = j->bias0; s < e->num_steps; s++) { /* a leading bias: in the sums already (tile_start) */
         const tsr_epilogue_step *st = &e->steps[s];
         if (st->op == TSR_EPI_BIAS) {
 #pragma GCC unroll 4
@@ -448,7 +477,10 @@ static inline __attribute__((always_inline)) void plain_store(const conv_job *j,
                 for (int v = 0; v < NV; v++) acc[i][v] = vf_relu(acc[i][v]);
         }
     }
+    /* read once: the stores could alias *j, and each reread a test */
     const tsr_dtype t = j->d->y_dtype;
+    void *const yp = j->y;
+    const bool stream = j->stream_y, bf = j->bf;
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) {
         if (i >= mr) break;
@@ -457,8 +489,8 @@ static inline __attribute__((always_inline)) void plain_store(const conv_job *j,
             if (v * VL >= nk) break;
             const int n = (int)(nk - v * VL < VL ? nk - v * VL : VL);
             const int64_t yi = y[i] + kc0 + v * VL;
-            if (j->stream_y && n == VL) vf_put_dtype(j->y, t, yi, acc[i][v], true);
-            else ukr_store_n(j->y, t, yi, acc[i][v], n, j->bf);
+            if (stream && n == VL) vf_put_dtype(yp, t, yi, acc[i][v], true);
+            else ukr_store_n(yp, t, yi, acc[i][v], n, bf);
         }
     }
 }
@@ -498,7 +530,7 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
     const int64_t nk = Kg - kp * NR < NR ? Kg - kp * NR : NR;
     prefetch_residual(j, t->y, t->mr, g * Kg + kp * NR, nk);
     vf acc[MR][NV];
-    ukr_zero(acc);
+    tile_start(j, acc, g * Kg + kp * NR, nk);
     const float *rows[MR];
     bool inside = fuse_s; /* every tap of every pixel in the image */
     for (int i = 0; i < MR; i++)
@@ -557,12 +589,14 @@ static void direct_tile_bf16(const conv_job *j, const tile_geo *t, int64_t g, in
 #endif
 
 /* A 1x1, stride 1, unpadded, one-group convolution is a GEMM whose A rows
- * are the input pixels: tile t by panel p inlined into its loops (no
- * per-tile geometry, no call per tile; at 64 channels that overhead was a
- * quarter of a bf16 tile's time). */
+ * are the input pixels: tile t by panels p_lo..p_hi inlined into its loops
+ * (no per-tile geometry, no call per tile; at 64 channels that overhead was
+ * a quarter of a bf16 tile's time). The rows and outputs are placed once per
+ * tile, not once per panel: at 64 channels placing them per panel took a
+ * fifth of the instructions of a 1x1 (cachegrind, AVX2). */
 static inline __attribute__((always_inline)) void pointwise_tile_rows(const conv_job *j, int64_t t0, int mr,
-                                                                       int64_t p, bool fetch, const bool bf,
-                                                                       const int nrows) {
+                                                                       int64_t p_lo, int64_t p_hi, bool fetch,
+                                                                       const bool bf, const int nrows) {
     const tsr_conv2d_desc *d = j->d;
     const int64_t C = d->c, K = d->k;
     const float *rows[MR];
@@ -572,52 +606,163 @@ static inline __attribute__((always_inline)) void pointwise_tile_rows(const conv
         const int64_t px = t0 + (i < mr ? i : mr - 1);
         rows[i] = ELEM(j->x, px * C, bf), y[i] = px * K;
     }
-    const int64_t nk = K - p * NR < NR ? K - p * NR : NR;
-    prefetch_residual(j, y, mr, p * NR, nk);
     if (fetch) prefetch_bytes(ELEM(j->x, (t0 + FETCH_TILES * MR) * C, bf), MR * C * (bf ? 2 : 4), true);
-    vf acc[MR][NV];
-    ukr_zero(acc);
-    tile_fma(j, nrows, C, rows, j->w_ld == NR ? ELEM(j->wp, p * C * NR, bf) : j->wp + p * NR, bf, acc);
-    tile_store(j, acc, y, mr, p * NR, nk, nrows);
+    for (int64_t p = p_lo; p < p_hi; p++) {
+        const int64_t nk = K - p * NR < NR ? K - p * NR : NR;
+        prefetch_residual(j, y, mr, p * NR, nk);
+        vf acc[MR][NV];
+        tile_start(j, acc, p * NR, nk);
+        tile_fma(j, nrows, C, rows, j->w_ld == NR ? ELEM(j->wp, p * C * NR, bf) : j->wp + p * NR, bf, acc);
+        tile_store(j, acc, y, mr, p * NR, nk, nrows);
+    }
 }
 
-static inline __attribute__((always_inline)) void pointwise_tile(const conv_job *j, int64_t t, int64_t p, bool fetch,
-                                                                  const bool bf) {
-    int64_t t0;
-    int mr;
-    tile_span(j, t, &t0, &mr);
-    if (mr == MR - 1) pointwise_tile_rows(j, t0, mr, p, fetch, bf, MR - 1);
-    else pointwise_tile_rows(j, t0, mr, p, fetch, bf, MR);
+/* The common pointwise tile (pointwise_fast_of): MR pixels by whole f32
+ * panels, its epilogue told once per call (res and relu constants). The
+ * sums start from the bias, a residual is added from memory, each output
+ * vector stored once; pixels and outputs a pointer and a row stride apart.
+ * The general tile's per-tile tests, placements and spills were an eighth
+ * of a 64 -> 64 layer's instructions (cachegrind, AVX2). */
+/* A pointwise f32 tile of any size: out of line, since inlined beside
+ * pointwise_fast_tile GCC kept the accumulators of its 5-pixel tiles on
+ * the stack (a 7x7 512 -> 2048 layer 14 -> 19 M instructions). */
+static __attribute__((noinline)) void pointwise_any_tile_f32(const conv_job *j, int64_t t0, int mr, int64_t p_lo,
+                                                             int64_t p_hi, bool fetch) {
+    if (mr == MR - 1) pointwise_tile_rows(j, t0, mr, p_lo, p_hi, fetch, false, MR - 1);
+    else pointwise_tile_rows(j, t0, mr, p_lo, p_hi, fetch, false, MR);
+}
+
+enum { PW_RES_NONE, PW_RES_UNIT, PW_RES_SCALED }; /* pointwise_fast_tile's residual: none, scale 1, other */
+
+static inline __attribute__((always_inline)) void pointwise_fast_tile(const conv_job *j, int64_t t0, int64_t p_lo,
+                                                                       int64_t p_hi, bool fetch, const int res,
+                                                                       const bool relu) {
+    const int64_t C = j->d->c, K = j->d->k;
+    const float *rows[MR];
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) rows[i] = j->x + (t0 + i) * C;
+    float *const y = (float *)j->y + t0 * K;
+    const float *const r = res ? j->pw_res + t0 * K : NULL;
+    if (fetch) prefetch_bytes(j->x + (t0 + FETCH_TILES * MR) * C, MR * C * 4, true);
+    const vf scale = vf_set1(j->pw_scale);
+    for (int64_t p = p_lo; p < p_hi; p++) {
+        const int64_t k0 = p * NR;
+        if (j->res)
+            for (int i = 0; i < MR; i++) prefetch_bytes(j->res + ((t0 + i) * K + k0) * 4, NR * 4, false);
+        vf acc[MR][NV];
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            const vf b = j->pw_bias ? vf_load(j->pw_bias + k0 + v * VL) : vf_zero();
+#pragma GCC unroll 16
+            for (int i = 0; i < MR; i++) acc[i][v] = b;
+        }
+        const float *bp = j->w_ld == NR ? j->wp + p * C * NR : j->wp + k0;
+#ifdef CONV_FMA_6X16
+        if (!j->ahead) tsr_fma_6x16(C, rows[0], C, bp, j->w_ld, acc);
+        else
+#endif
+            ukr_fma_nv(NV, MR, C, rows, 1, bp, j->w_ld, j->ahead, true, acc);
+        /* opaque each panel: else GCC keeps a pointer per row and operand,
+         * stepped on the stack (twelve adds and loads a panel) */
+        float *yk = y + k0;
+        const float *rk = res ? r + k0 : NULL;
+        __asm__("" : "+r"(yk), "+r"(rk));
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+            for (int v = 0; v < NV; v++) {
+                vf o = acc[i][v];
+                if (res == PW_RES_UNIT) o = vf_add(o, vf_load(rk + i * K + v * VL));
+                if (res == PW_RES_SCALED) o = vf_fma(vf_load(rk + i * K + v * VL), scale, o);
+                if (relu) o = vf_relu(o);
+                vf_store(yk + i * K + v * VL, o);
+            }
+    }
 }
 
 static inline __attribute__((always_inline)) void pointwise_items(const conv_job *j, int64_t t_lo, int64_t t_hi,
                                                                    int64_t p_lo, int64_t p_hi, bool panels_outer,
-                                                                   const bool bf) {
-    if (panels_outer) {
-        for (int64_t p = p_lo; p < p_hi; p++)
-            for (int64_t t = t_lo; t < t_hi; t++) pointwise_tile(j, t, p, j->prefetch_x && p == p_lo, bf);
-    } else {
-        for (int64_t t = t_lo; t < t_hi; t++)
-            for (int64_t p = p_lo; p < p_hi; p++) pointwise_tile(j, t, p, j->prefetch_x && p == p_lo, bf);
+                                                                   const bool bf, const bool fast, const int res,
+                                                                   const bool relu) {
+    for (int64_t po = panels_outer ? p_lo : 0; po < (panels_outer ? p_hi : 1); po++) {
+        /* panels outer: one panel at a time, x fetched ahead on the first */
+        const int64_t pl = panels_outer ? po : p_lo, ph = panels_outer ? po + 1 : p_hi;
+        const bool fetch = j->prefetch_x && pl == p_lo;
+        for (int64_t t = t_lo; t < t_hi; t++) {
+            int64_t t0;
+            int mr;
+            tile_span(j, t, &t0, &mr);
+            if (fast && mr == MR) pointwise_fast_tile(j, t0, pl, ph, fetch, res, relu);
+            else if (fast) pointwise_any_tile_f32(j, t0, mr, pl, ph, fetch);
+            else if (mr == MR - 1) pointwise_tile_rows(j, t0, mr, pl, ph, fetch, bf, MR - 1);
+            else pointwise_tile_rows(j, t0, mr, pl, ph, fetch, bf, MR);
+        }
     }
 }
 
 static void pointwise_f32(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_t p_lo, int64_t p_hi, bool po) {
-    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false);
+#ifdef CONV_FMA_6X16
+    if (j->pw_fast) {
+        const int res = !j->pw_res ? PW_RES_NONE : j->pw_scale == 1.0f ? PW_RES_UNIT : PW_RES_SCALED;
+        /* each epilogue its own loop, the tests out of the tiles */
+        if (res == PW_RES_UNIT && j->pw_relu) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_UNIT, true);
+        else if (res == PW_RES_UNIT) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_UNIT, false);
+        else if (res == PW_RES_SCALED && j->pw_relu)
+            pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_SCALED, true);
+        else if (res == PW_RES_SCALED) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_SCALED, false);
+        else if (j->pw_relu) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_NONE, true);
+        else pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_NONE, false);
+        return;
+    }
+#endif
+    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, false, PW_RES_NONE, false);
 }
 
 #ifdef CONV_BF16
 static void pointwise_bf16(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_t p_lo, int64_t p_hi, bool po) {
-    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, true);
+    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, true, false, PW_RES_NONE, false);
 }
 #else
 #define pointwise_bf16 pointwise_f32
 #endif
 
-static item_grid grid_of(const conv_job *j, const tsr_schedule *s) {
+/* Whether j's pointwise tiles can take pointwise_fast_tile: f32 x, filter,
+ * y, bias and residual, K a multiple of NR, y not streamed, and an epilogue
+ * of an optional bias, residual and relu (or none) in that order; if so its
+ * steps are noted in j. */
+static bool pointwise_fast_of(conv_job *j) {
+#ifndef CONV_FMA_6X16
+    (void)j;
+    return false; /* measured on AVX2 only */
+#else
+    const tsr_conv2d_desc *d = j->d;
+    if (!j->pointwise || j->bf || j->stream_y || d->y_dtype != TSR_F32 || d->k % NR) return false;
+    const tsr_epilogue *e = j->epi;
+    int s = 0;
+    if (s < e->num_steps && e->steps[s].op == TSR_EPI_BIAS) {
+        if (e->steps[s].dtype != TSR_F32) return false;
+        j->pw_bias = e->steps[s++].data;
+    }
+    if (s < e->num_steps && e->steps[s].op == TSR_EPI_RESIDUAL) {
+        if (e->steps[s].dtype != TSR_F32) return false;
+        j->pw_res = e->steps[s].data, j->pw_scale = e->steps[s++].scale;
+    }
+    if (s < e->num_steps && e->steps[s].op == TSR_EPI_ACTIVATION &&
+        (e->steps[s].activation == TSR_ACT_RELU || e->steps[s].activation == TSR_ACT_NONE))
+        j->pw_relu = e->steps[s++].activation == TSR_ACT_RELU;
+    return s == e->num_steps;
+#endif
+}
+
+/* The tile blocks are one or two more than pxb gives where that makes the
+ * items a multiple of the nt threads: a 56x56 1x1 in 17 blocks had one of
+ * two threads doing 9/17 of it. */
+static item_grid grid_of(const conv_job *j, const tsr_schedule *s, int nt) {
     const int64_t panels = j->d->groups * panels_of(j->d);
-    return (item_grid){j->tiles, panels, (j->tiles + s->v[KNOB_PXB] - 1) / s->v[KNOB_PXB],
-                       (panels + s->v[KNOB_OCB] - 1) / s->v[KNOB_OCB]};
+    item_grid g = {j->tiles, panels, (j->tiles + s->v[KNOB_PXB] - 1) / s->v[KNOB_PXB],
+                   (panels + s->v[KNOB_OCB] - 1) / s->v[KNOB_OCB]};
+    while ((g.tblocks * g.pblocks) % nt && g.tblocks < g.tiles) g.tblocks++;
+    return g;
 }
 
 /* Item i's blocks, numbered tile block by tile block (a thread's run of
@@ -795,6 +940,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                            ukr_epilogue_is_plain(&d->epilogue),
                   .pointwise = d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 && d->groups == 1 &&
                                !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};
+    j.bias0 = j.plain && d->epilogue.num_steps > 0 && d->epilogue.steps[0].op == TSR_EPI_BIAS;
     if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
     /* a filter read in place is B read in place to the micro-kernel: its
      * rows fetched ahead by the distances the GEMM defaults to for this
@@ -805,7 +951,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     j.wide = pixels - j.tiles * (MR - 1); /* tile_span */
     if (j.wide < 0) j.wide = j.tiles;
     if (!dw) {
-        j.grid = grid_of(&j, s);
+        j.grid = grid_of(&j, s, nt);
         j.by_panel = by_panel_evens(&j.grid, nt);
     }
     j.stream_y = vf_streams(d->n * cp->p * cp->q * d->k * (int64_t)tsr_dtype_size(d->y_dtype));
@@ -815,6 +961,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
         const int es = (int)tsr_dtype_size(st->dtype);
         if (d->n * cp->p * cp->q * d->k * es > ((int64_t)1 << 20)) j.res = st->data, j.res_es = es;
     }
+    j.pw_fast = pointwise_fast_of(&j);
     const int64_t x_es = xf ? 4 : (int64_t)tsr_dtype_size(d->x_dtype);
     /* depthwise rows are not fetched ahead on AMD: four instructions a line
      * (a fifth of a 112x112x96 stride-2 layer's) for no gain, its L3 and
