@@ -187,6 +187,13 @@ static const conv_case cases[] = {
     {2, 8, 3, 6, 16, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_NONE, 0},
     {1, 21, 6, 7, 32, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES, 0},
     {1, 20, 6, 6, 48, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
+    /* strided 1x1s on the same tiles where a tile stays in one output row
+     * (rows stride_w * C apart), on direct tiles where it crosses one: 9
+     * outputs a row (a tile in each, one across), stride 2 and 3 by 2, odd
+     * input sizes, batch 2 */
+    {2, 13, 9, 17, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 40, 8, 23, 16, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
+    {1, 64, 14, 14, 48, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
 };
 
 START_TEST(shapes_schedules_threads) {

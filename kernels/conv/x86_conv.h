@@ -623,24 +623,47 @@ static inline __attribute__((always_inline)) void pointwise_tile_rows(const conv
  * vector stored once; pixels and outputs a pointer and a row stride apart.
  * The general tile's per-tile tests, placements and spills were an eighth
  * of a 64 -> 64 layer's instructions (cachegrind, AVX2). */
-/* A pointwise f32 tile of any size: out of line, since inlined beside
- * pointwise_fast_tile GCC kept the accumulators of its 5-pixel tiles on
- * the stack (a 7x7 512 -> 2048 layer 14 -> 19 M instructions). */
+/* A pointwise_fast_of f32 tile that pointwise_fast_tile does not take:
+ * out of line, since inlined beside it GCC kept the accumulators of its
+ * 5-pixel tiles on the stack (a 7x7 512 -> 2048 layer 14 -> 19 M
+ * instructions). A strided 1x1's (across output rows) is a direct tile. */
 static __attribute__((noinline)) void pointwise_any_tile_f32(const conv_job *j, int64_t t0, int mr, int64_t p_lo,
                                                              int64_t p_hi, bool fetch) {
-    if (mr == MR - 1) pointwise_tile_rows(j, t0, mr, p_lo, p_hi, fetch, false, MR - 1);
-    else pointwise_tile_rows(j, t0, mr, p_lo, p_hi, fetch, false, MR);
+    if (!j->pointwise) {
+        tile_geo geo;
+        tile_geometry(j, t0, mr, &geo);
+        for (int64_t p = p_lo; p < p_hi; p++) direct_tile_f32(j, &geo, 0, p);
+    } else if (mr == MR - 1) {
+        pointwise_tile_rows(j, t0, mr, p_lo, p_hi, fetch, false, MR - 1);
+    } else {
+        pointwise_tile_rows(j, t0, mr, p_lo, p_hi, fetch, false, MR);
+    }
+}
+
+/* Where the input pixels of whole tile t0 start and how far apart they are,
+ * for pointwise_fast_tile: consecutive, or a strided 1x1's within one output
+ * row (false where the tile crosses one). */
+static inline bool fast_rows(const conv_job *j, int64_t t0, const float **a, int64_t *lda) {
+    const tsr_conv2d_desc *d = j->d;
+    if (j->pointwise) {
+        *a = j->x + t0 * d->c, *lda = d->c;
+        return true;
+    }
+    const int64_t n = t0 / (j->P * j->Q), oh = t0 / j->Q % j->P, ow = t0 % j->Q;
+    if (ow + MR > j->Q) return false;
+    *a = j->x + ((n * d->h + oh * d->stride_h) * d->w + ow * d->stride_w) * d->c, *lda = d->stride_w * d->c;
+    return true;
 }
 
 enum { PW_RES_NONE, PW_RES_UNIT, PW_RES_SCALED }; /* pointwise_fast_tile's residual: none, scale 1, other */
 
-static inline __attribute__((always_inline)) void pointwise_fast_tile(const conv_job *j, int64_t t0, int64_t p_lo,
-                                                                       int64_t p_hi, bool fetch, const int res,
-                                                                       const bool relu) {
+static inline __attribute__((always_inline)) void pointwise_fast_tile(const conv_job *j, const float *a, int64_t lda,
+                                                                       int64_t t0, int64_t p_lo, int64_t p_hi,
+                                                                       bool fetch, const int res, const bool relu) {
     const int64_t C = j->d->c, K = j->d->k;
     const float *rows[MR];
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; i++) rows[i] = j->x + (t0 + i) * C;
+    for (int i = 0; i < MR; i++) rows[i] = a + i * lda;
     float *const y = (float *)j->y + t0 * K;
     const float *const r = res ? j->pw_res + t0 * K : NULL;
     if (fetch) prefetch_bytes(j->x + (t0 + FETCH_TILES * MR) * C, MR * C * 4, true);
@@ -658,7 +681,7 @@ static inline __attribute__((always_inline)) void pointwise_fast_tile(const conv
         }
         const float *bp = j->w_ld == NR ? j->wp + p * C * NR : j->wp + k0;
 #ifdef CONV_FMA_6X16
-        if (!j->ahead) tsr_fma_6x16(C, rows[0], C, bp, j->w_ld, acc);
+        if (!j->ahead) tsr_fma_6x16(C, a, lda, bp, j->w_ld, acc);
         else
 #endif
             ukr_fma_nv(NV, MR, C, rows, 1, bp, j->w_ld, j->ahead, true, acc);
@@ -692,7 +715,9 @@ static inline __attribute__((always_inline)) void pointwise_items(const conv_job
             int64_t t0;
             int mr;
             tile_span(j, t, &t0, &mr);
-            if (fast && mr == MR) pointwise_fast_tile(j, t0, pl, ph, fetch, res, relu);
+            const float *a;
+            int64_t lda;
+            if (fast && mr == MR && fast_rows(j, t0, &a, &lda)) pointwise_fast_tile(j, a, lda, t0, pl, ph, fetch, res, relu);
             else if (fast) pointwise_any_tile_f32(j, t0, mr, pl, ph, fetch);
             else if (mr == MR - 1) pointwise_tile_rows(j, t0, mr, pl, ph, fetch, bf, MR - 1);
             else pointwise_tile_rows(j, t0, mr, pl, ph, fetch, bf, MR);
@@ -726,17 +751,20 @@ static void pointwise_bf16(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_
 #define pointwise_bf16 pointwise_f32
 #endif
 
-/* Whether j's pointwise tiles can take pointwise_fast_tile: f32 x, filter,
- * y, bias and residual, K a multiple of NR, y not streamed, and an epilogue
- * of an optional bias, residual and relu (or none) in that order; if so its
- * steps are noted in j. */
+/* Whether j's tiles can take pointwise_fast_tile: a 1x1, unpadded, one
+ * group (any stride: res3a_br1 and its like at 0.79-0.89x oneDNN on the
+ * direct tiles), f32 x, filter, y, bias and residual, K a multiple of NR, y
+ * not streamed, and an epilogue of an optional bias, residual and relu (or
+ * none) in that order; if so its steps are noted in j. */
 static bool pointwise_fast_of(conv_job *j) {
 #ifndef CONV_FMA_6X16
     (void)j;
     return false; /* measured on AVX2 only */
 #else
     const tsr_conv2d_desc *d = j->d;
-    if (!j->pointwise || j->bf || j->stream_y || d->y_dtype != TSR_F32 || d->k % NR) return false;
+    const bool one_by_one = d->r == 1 && d->s == 1 && d->groups == 1 && !d->pad_top && !d->pad_bottom &&
+                            !d->pad_left && !d->pad_right;
+    if (!one_by_one || j->bf || j->stream_y || d->y_dtype != TSR_F32 || d->k % NR) return false;
     const tsr_epilogue *e = j->epi;
     int s = 0;
     if (s < e->num_steps && e->steps[s].op == TSR_EPI_BIAS) {
@@ -809,7 +837,7 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
         item_blocks(grid, j->by_panel, item, &tb, &pb);
         const int64_t t_lo = tb * tiles / tblocks, t_hi = (tb + 1) * tiles / tblocks;
         const int64_t p_lo = pb * panels / pblocks, p_hi = (pb + 1) * panels / pblocks;
-        if (j->pointwise) {
+        if (j->pointwise || j->pw_fast) {
             (j->bf ? pointwise_bf16 : pointwise_f32)(j, t_lo, t_hi, p_lo, p_hi, s->v[KNOB_ORDER] == 1);
             continue;
         }
