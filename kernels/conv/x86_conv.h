@@ -617,12 +617,6 @@ static inline __attribute__((always_inline)) void pointwise_tile_rows(const conv
     }
 }
 
-/* The common pointwise tile (pointwise_fast_of): MR pixels by whole f32
- * panels, its epilogue told once per call (res and relu constants). The
- * sums start from the bias, a residual is added from memory, each output
- * vector stored once; pixels and outputs a pointer and a row stride apart.
- * The general tile's per-tile tests, placements and spills were an eighth
- * of a 64 -> 64 layer's instructions (cachegrind, AVX2). */
 /* A pointwise_fast_of f32 tile that pointwise_fast_tile does not take:
  * out of line, since inlined beside it GCC kept the accumulators of its
  * 5-pixel tiles on the stack (a 7x7 512 -> 2048 layer 14 -> 19 M
@@ -657,6 +651,13 @@ static inline bool fast_rows(const conv_job *j, int64_t t0, const float **a, int
 
 enum { PW_RES_NONE, PW_RES_UNIT, PW_RES_SCALED }; /* pointwise_fast_tile's residual: none, scale 1, other */
 
+/* The common 1x1 tile (pointwise_fast_of): MR pixels by whole f32 panels,
+ * its epilogue told once per call (res and relu constants). The sums start
+ * from the bias, a residual is added from memory, each output vector is
+ * stored once; the input pixels are a pointer and a row stride apart
+ * (fast_rows), the outputs consecutive. The general tile's per-tile tests,
+ * placements and spills were an eighth of a 64 -> 64 layer's instructions
+ * (cachegrind, AVX2). */
 static inline __attribute__((always_inline)) void pointwise_fast_tile(const conv_job *j, const float *a, int64_t lda,
                                                                        int64_t t0, int64_t p_lo, int64_t p_hi,
                                                                        bool fetch, const int res, const bool relu) {
