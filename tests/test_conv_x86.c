@@ -194,6 +194,17 @@ static const conv_case cases[] = {
     {2, 13, 9, 17, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 40, 8, 23, 16, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
     {1, 64, 14, 14, 48, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    /* AVX2 row tiles (all filter rows in assembly): a 3-channel 7x7 stride-2
+     * stem whose 7-wide rows put tiles across output rows and images (each
+     * pixel's patch copied), edge windows; dilation_h 2 with pads past it;
+     * windows too large for the copy (11-wide stride 4, the general tile)
+     * and patches too large (9 channels 7x7 across rows); a 3x3 of 40
+     * channels, 3 panels, two of them whole, a scaled residual and relu */
+    {2, 3, 13, 13, 32, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 5, 13, 20, 24, 3, 3, 1, 1, 3, 3, 1, 1, 2, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
+    {1, 15, 12, 60, 20, 5, 11, 1, 4, 2, 2, 5, 5, 1, 1, 1, TSR_NHWC, TSR_FILTER_OIHW, F32, EPI_RES, 0},
+    {1, 9, 9, 9, 17, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 40, 9, 10, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
 };
 
 START_TEST(shapes_schedules_threads) {
