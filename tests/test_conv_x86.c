@@ -199,12 +199,15 @@ static const conv_case cases[] = {
      * pixel's patch copied), edge windows; dilation_h 2 with pads past it;
      * windows too large for the copy (11-wide stride 4, the general tile)
      * and patches too large (9 channels 7x7 across rows); a 3x3 of 40
-     * channels, 3 panels, two of them whole, a scaled residual and relu */
+     * channels. Whole panels (K a multiple of 16) store as the pointwise
+     * tiles do: bias and relu, bias alone, a residual of scale 1 in place,
+     * and (above) a scaled one with relu and one of scale 1 apart */
     {2, 3, 13, 13, 32, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
-    {1, 5, 13, 20, 24, 3, 3, 1, 1, 3, 3, 1, 1, 2, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
+    {1, 5, 13, 20, 32, 3, 3, 1, 1, 3, 3, 1, 1, 2, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS, 0},
     {1, 15, 12, 60, 20, 5, 11, 1, 4, 2, 2, 5, 5, 1, 1, 1, TSR_NHWC, TSR_FILTER_OIHW, F32, EPI_RES, 0},
     {1, 9, 9, 9, 17, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 40, 9, 10, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
+    {1, 12, 8, 11, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
 };
 
 START_TEST(shapes_schedules_threads) {

@@ -315,10 +315,11 @@ typedef struct conv_job {
     bool plain;        /* f32 or bf16 y and an epilogue ukr_epilogue_is_plain accepts: tiles
                         * stored from registers by plain_store */
     bool bias0;        /* plain, and the epilogue starts with a bias: the sums start from it (tile_start) */
+    bool fast_epi;     /* the epilogue is told by fe_* (fast_epilogue_of) */
+    const float *fe_bias, *fe_res; /* bias (or NULL), residual (or NULL), the residual's scale, relu */
+    float fe_scale;
+    bool fe_relu;
     bool pw_fast;      /* pointwise tiles of whole f32 panels take pointwise_fast_tile (pointwise_fast_of) */
-    const float *pw_bias, *pw_res; /* its epilogue: bias, residual (or NULL), the residual's scale, relu */
-    float pw_scale;
-    bool pw_relu;
     bool stream_y;     /* y is larger than the caches: whole aligned vectors stored past them */
     bool prefetch_x;   /* x is out of L2: input ahead prefetched (depthwise: rows; pointwise: FETCH_TILES) */
     bool pointwise;    /* 1x1, stride 1, unpadded, one group: output pixel i reads input pixel i */
@@ -522,6 +523,35 @@ static inline __attribute__((always_inline)) void tile_store(const conv_job *j, 
         }
 }
 
+enum { FE_RES_NONE, FE_RES_UNIT, FE_RES_SCALED }; /* a fast epilogue's residual: none, scale 1, other */
+
+/* A whole f32 tile's sums under a fast epilogue (fast_epilogue_of) before
+ * its FMAs, for the panel of output channels from k0: the bias, or zero. */
+static inline __attribute__((always_inline)) void fast_start(const conv_job *j, vf acc[MR][NV], int64_t k0) {
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) {
+        const vf b = j->fe_bias ? vf_load(j->fe_bias + k0 + v * VL) : vf_zero();
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) acc[i][v] = b;
+    }
+}
+
+/* Its only store: MR consecutive output pixels from yk, K apart (their
+ * residual from rk), res and relu constants, each vector stored once. */
+static inline __attribute__((always_inline)) void fast_store(vf acc[MR][NV], float *yk, const float *rk, int64_t K,
+                                                              vf scale, const int res, const bool relu) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) {
+            vf o = acc[i][v];
+            if (res == FE_RES_UNIT) o = vf_add(o, vf_load(rk + i * K + v * VL));
+            if (res == FE_RES_SCALED) o = vf_fma(vf_load(rk + i * K + v * VL), scale, o);
+            if (relu) o = vf_relu(o);
+            vf_store(yk + i * K + v * VL, o);
+        }
+}
+
 #ifdef CONV_FMA_6X16
 /* row_tile_rows' copies of x, floats: a 7x7 stride-2 stem's are 7 x 17 x 3
  * (a row's window) and 6 x 7 x 7 x 3 (a tile's patches) */
@@ -585,11 +615,15 @@ static void direct_tile_f32(const conv_job *j, const tile_geo *t, int64_t g, int
 
 /* Tile t by panels p_lo..p_hi of a row_tiles_of job: its A rows found (or
  * copied) once, then each panel's filter rows in assembly
- * (tsr_fma_6x16_rows). At the 3-channel stem the general tile had run each
- * filter row through a call of 21 channels and its edge tiles tap by tap,
- * 3 channels a call: 36.9 M instructions a call, 29.7 M here, 25.9 M for
- * oneDNN's (cachegrind). */
-static void row_tile_panels(const conv_job *j, const tile_geo *t, int64_t p_lo, int64_t p_hi) {
+ * (tsr_fma_6x16_rows); under a fast epilogue (fast: res and relu
+ * constants) stored as the pointwise tiles store. At the 3-channel stem
+ * the general tile had run each filter row through a call of 21 channels
+ * and its edge tiles tap by tap, 3 channels a call: 36.9 M instructions a
+ * call, 29.7 M here with the general epilogue, 29.3 M with the fast one,
+ * 25.9 M for oneDNN's (cachegrind). */
+static inline __attribute__((always_inline)) void row_tile_panels_as(const conv_job *j, const tile_geo *t,
+                                                                      int64_t p_lo, int64_t p_hi, const bool fast,
+                                                                      const int res, const bool relu) {
     float win[ROW_WINDOW_FLOATS] __attribute__((aligned(32)));
     row_src src;
     if (t->mr != MR || !row_tile_rows(j, t, win, &src)) {
@@ -598,14 +632,31 @@ static void row_tile_panels(const conv_job *j, const tile_geo *t, int64_t p_lo, 
     }
     const int64_t K = j->d->k, ld = j->w_ld, rsc = j->d->r * j->d->s * j->d->c;
     const float *b0 = j->wp + src.r_lo * j->d->s * j->d->c * ld;
+    const vf scale = vf_set1(j->fe_scale);
     for (int64_t p = p_lo; p < p_hi; p++) {
         const int64_t nk = K - p * NR < NR ? K - p * NR : NR;
         prefetch_residual(j, t->y, MR, p * NR, nk);
         vf acc[MR][NV];
-        tile_start(j, acc, p * NR, nk);
+        if (fast) fast_start(j, acc, p * NR);
+        else tile_start(j, acc, p * NR, nk);
         tsr_fma_6x16_rows(src.nr, src.kc, src.a, src.lda, src.pitch, b0 + (ld == NR ? p * rsc * NR : p * NR), ld, acc);
-        tile_store(j, acc, t->y, MR, p * NR, nk, MR);
+        if (fast)
+            fast_store(acc, (float *)j->y + t->y[0] + p * NR, res ? j->fe_res + t->y[0] + p * NR : NULL, K, scale, res,
+                       relu);
+        else
+            tile_store(j, acc, t->y, MR, p * NR, nk, MR);
     }
+}
+
+static void row_tile_panels(const conv_job *j, const tile_geo *t, int64_t p_lo, int64_t p_hi) {
+    const int res = !j->fe_res ? FE_RES_NONE : j->fe_scale == 1.0f ? FE_RES_UNIT : FE_RES_SCALED;
+    if (!j->fast_epi) row_tile_panels_as(j, t, p_lo, p_hi, false, FE_RES_NONE, false);
+    else if (res == FE_RES_UNIT && j->fe_relu) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_UNIT, true);
+    else if (res == FE_RES_UNIT) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_UNIT, false);
+    else if (res == FE_RES_SCALED && j->fe_relu) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_SCALED, true);
+    else if (res == FE_RES_SCALED) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_SCALED, false);
+    else if (j->fe_relu) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_NONE, true);
+    else row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_NONE, false);
 }
 #endif
 
@@ -739,8 +790,6 @@ static inline bool fast_rows(const conv_job *j, int64_t t0, const float **a, int
     return true;
 }
 
-enum { PW_RES_NONE, PW_RES_UNIT, PW_RES_SCALED }; /* pointwise_fast_tile's residual: none, scale 1, other */
-
 /* The common 1x1 tile (pointwise_fast_of): MR pixels by whole f32 panels,
  * its epilogue told once per call (res and relu constants). The sums start
  * from the bias, a residual is added from memory, each output vector is
@@ -756,20 +805,15 @@ static inline __attribute__((always_inline)) void pointwise_fast_tile(const conv
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) rows[i] = a + i * lda;
     float *const y = (float *)j->y + t0 * K;
-    const float *const r = res ? j->pw_res + t0 * K : NULL;
+    const float *const r = res ? j->fe_res + t0 * K : NULL;
     if (fetch) prefetch_bytes(j->x + (t0 + FETCH_TILES * MR) * C, MR * C * 4, true);
-    const vf scale = vf_set1(j->pw_scale);
+    const vf scale = vf_set1(j->fe_scale);
     for (int64_t p = p_lo; p < p_hi; p++) {
         const int64_t k0 = p * NR;
         if (j->res)
             for (int i = 0; i < MR; i++) prefetch_bytes(j->res + ((t0 + i) * K + k0) * 4, NR * 4, false);
         vf acc[MR][NV];
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) {
-            const vf b = j->pw_bias ? vf_load(j->pw_bias + k0 + v * VL) : vf_zero();
-#pragma GCC unroll 16
-            for (int i = 0; i < MR; i++) acc[i][v] = b;
-        }
+        fast_start(j, acc, k0);
         const float *bp = j->w_ld == NR ? j->wp + p * C * NR : j->wp + k0;
 #ifdef CONV_FMA_6X16
         if (!j->ahead) tsr_fma_6x16(C, a, lda, bp, j->w_ld, acc);
@@ -782,16 +826,7 @@ static inline __attribute__((always_inline)) void pointwise_fast_tile(const conv
         float *yk = y + k0;
         const float *rk = res ? r + k0 : NULL;
         __asm__("" : "+r"(yk), "+r"(rk));
-#pragma GCC unroll 16
-        for (int i = 0; i < MR; i++)
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) {
-                vf o = acc[i][v];
-                if (res == PW_RES_UNIT) o = vf_add(o, vf_load(rk + i * K + v * VL));
-                if (res == PW_RES_SCALED) o = vf_fma(vf_load(rk + i * K + v * VL), scale, o);
-                if (relu) o = vf_relu(o);
-                vf_store(yk + i * K + v * VL, o);
-            }
+        fast_store(acc, yk, rk, K, scale, res, relu);
     }
 }
 
@@ -820,58 +855,64 @@ static inline __attribute__((always_inline)) void pointwise_items(const conv_job
 static void pointwise_f32(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_t p_lo, int64_t p_hi, bool po) {
 #ifdef CONV_FMA_6X16
     if (j->pw_fast) {
-        const int res = !j->pw_res ? PW_RES_NONE : j->pw_scale == 1.0f ? PW_RES_UNIT : PW_RES_SCALED;
+        const int res = !j->fe_res ? FE_RES_NONE : j->fe_scale == 1.0f ? FE_RES_UNIT : FE_RES_SCALED;
         /* each epilogue its own loop, the tests out of the tiles */
-        if (res == PW_RES_UNIT && j->pw_relu) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_UNIT, true);
-        else if (res == PW_RES_UNIT) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_UNIT, false);
-        else if (res == PW_RES_SCALED && j->pw_relu)
-            pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_SCALED, true);
-        else if (res == PW_RES_SCALED) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_SCALED, false);
-        else if (j->pw_relu) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_NONE, true);
-        else pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, PW_RES_NONE, false);
+        if (res == FE_RES_UNIT && j->fe_relu) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_UNIT, true);
+        else if (res == FE_RES_UNIT) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_UNIT, false);
+        else if (res == FE_RES_SCALED && j->fe_relu)
+            pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_SCALED, true);
+        else if (res == FE_RES_SCALED) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_SCALED, false);
+        else if (j->fe_relu) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_NONE, true);
+        else pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_NONE, false);
         return;
     }
 #endif
-    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, false, PW_RES_NONE, false);
+    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, false, FE_RES_NONE, false);
 }
 
 #ifdef CONV_BF16
 static void pointwise_bf16(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_t p_lo, int64_t p_hi, bool po) {
-    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, true, false, PW_RES_NONE, false);
+    pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, true, false, FE_RES_NONE, false);
 }
 #else
 #define pointwise_bf16 pointwise_f32
 #endif
 
-/* Whether j's tiles can take pointwise_fast_tile: a 1x1, unpadded, one
- * group (any stride: res3a_br1 and its like at 0.79-0.89x oneDNN on the
- * direct tiles), f32 x, filter, y, bias and residual, K a multiple of NR, y
- * not streamed, and an epilogue of an optional bias, residual and relu (or
- * none) in that order; if so its steps are noted in j. */
-static bool pointwise_fast_of(conv_job *j) {
+/* Whether j's whole f32 tiles can be stored by fast_store: f32 x, filter,
+ * y, bias and residual, K a multiple of NR, y not streamed, and an
+ * epilogue of an optional bias, residual and relu (or none) in that order;
+ * if so its steps are noted in j's fe_* fields. */
+static bool fast_epilogue_of(conv_job *j) {
 #ifndef CONV_FMA_6X16
     (void)j;
     return false; /* measured on AVX2 only */
 #else
     const tsr_conv2d_desc *d = j->d;
-    const bool one_by_one = d->r == 1 && d->s == 1 && d->groups == 1 && !d->pad_top && !d->pad_bottom &&
-                            !d->pad_left && !d->pad_right;
-    if (!one_by_one || j->bf || j->stream_y || d->y_dtype != TSR_F32 || d->k % NR) return false;
+    if (j->bf || j->stream_y || d->y_dtype != TSR_F32 || d->k % NR) return false;
     const tsr_epilogue *e = j->epi;
     int s = 0;
     if (s < e->num_steps && e->steps[s].op == TSR_EPI_BIAS) {
         if (e->steps[s].dtype != TSR_F32) return false;
-        j->pw_bias = e->steps[s++].data;
+        j->fe_bias = e->steps[s++].data;
     }
     if (s < e->num_steps && e->steps[s].op == TSR_EPI_RESIDUAL) {
         if (e->steps[s].dtype != TSR_F32) return false;
-        j->pw_res = e->steps[s].data, j->pw_scale = e->steps[s++].scale;
+        j->fe_res = e->steps[s].data, j->fe_scale = e->steps[s++].scale;
     }
     if (s < e->num_steps && e->steps[s].op == TSR_EPI_ACTIVATION &&
         (e->steps[s].activation == TSR_ACT_RELU || e->steps[s].activation == TSR_ACT_NONE))
-        j->pw_relu = e->steps[s++].activation == TSR_ACT_RELU;
+        j->fe_relu = e->steps[s++].activation == TSR_ACT_RELU;
     return s == e->num_steps;
 #endif
+}
+
+/* Whether j's tiles can take pointwise_fast_tile: a 1x1, unpadded, one
+ * group (any stride: res3a_br1 and its like at 0.79-0.89x oneDNN on the
+ * direct tiles) under a fast epilogue (fast_epilogue_of, called first). */
+static bool pointwise_fast_of(const conv_job *j) {
+    const tsr_conv2d_desc *d = j->d;
+    return j->fast_epi && d->r == 1 && d->s == 1 && d->groups == 1 && !d->pad_top && !d->pad_bottom &&
+           !d->pad_left && !d->pad_right;
 }
 
 /* Whether j's f32 direct tiles take row_tile_panels: one group and
@@ -1110,6 +1151,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
         const int es = (int)tsr_dtype_size(st->dtype);
         if (d->n * cp->p * cp->q * d->k * es > ((int64_t)1 << 20)) j.res = st->data, j.res_es = es;
     }
+    j.fast_epi = fast_epilogue_of(&j);
     j.pw_fast = pointwise_fast_of(&j);
     j.row_tiles = !dw && !j.pw_fast && row_tiles_of(&j);
     const int64_t x_es = xf ? 4 : (int64_t)tsr_dtype_size(d->x_dtype);
