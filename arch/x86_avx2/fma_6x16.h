@@ -36,6 +36,20 @@
     "vfmadd231ps %%ymm13, %%ymm15, %[c50]\n\t"                                                              \
     "vfmadd231ps %%ymm14, %%ymm15, %[c51]\n\t"
 
+/* r11 rounds of four steps from label 1 (r11 > 0): A's rows advance 16
+ * bytes a round, B two ldb a pair of steps. */
+#define TSR_6X16_ROUNDS                                                                                      \
+    "1:\n\t" TSR_6X16_STEP(0, "(%%r10)", "32(%%r10)")                                                        \
+    TSR_6X16_STEP(4, "(%%r10,%[ldb],1)", "32(%%r10,%[ldb],1)")                                               \
+    "lea (%%r10,%[ldb],2), %%r10\n\t"                                                                        \
+    TSR_6X16_STEP(8, "(%%r10)", "32(%%r10)")                                                                 \
+    TSR_6X16_STEP(12, "(%%r10,%[ldb],1)", "32(%%r10,%[ldb],1)")                                              \
+    "lea (%%r10,%[ldb],2), %%r10\n\t"                                                                        \
+    "add $16, %%r8\n\t"                                                                                      \
+    "add $16, %%r9\n\t"                                                                                      \
+    "dec %%r11\n\t"                                                                                          \
+    "jnz 1b\n\t"
+
 /* acc[i][v] += sum over k < kc of a[i * lda + k] * b[k * ldb + 8 v]
  * (i < 6, v < 2): four steps a round in assembly, the rest in C. The
  * twelve accumulators take 24 of asm's 30 operands, so the addresses are
@@ -48,15 +62,7 @@ static inline __attribute__((always_inline)) void tsr_fma_6x16(int64_t kc, const
                          "mov %[a3], %%r9\n\t"
                          "mov %[bp], %%r10\n\t"
                          "mov %[n], %%r11\n\t"
-                         "1:\n\t" TSR_6X16_STEP(0, "(%%r10)", "32(%%r10)")
-                             TSR_6X16_STEP(4, "(%%r10,%[ldb],1)", "32(%%r10,%[ldb],1)")
-                         "lea (%%r10,%[ldb],2), %%r10\n\t" TSR_6X16_STEP(8, "(%%r10)", "32(%%r10)")
-                             TSR_6X16_STEP(12, "(%%r10,%[ldb],1)", "32(%%r10,%[ldb],1)")
-                         "lea (%%r10,%[ldb],2), %%r10\n\t"
-                         "add $16, %%r8\n\t"
-                         "add $16, %%r9\n\t"
-                         "dec %%r11\n\t"
-                         "jnz 1b\n\t"
+                         TSR_6X16_ROUNDS
                          : [c00] "+x"(acc[0][0]), [c01] "+x"(acc[0][1]), [c10] "+x"(acc[1][0]),
                            [c11] "+x"(acc[1][1]), [c20] "+x"(acc[2][0]), [c21] "+x"(acc[2][1]),
                            [c30] "+x"(acc[3][0]), [c31] "+x"(acc[3][1]), [c40] "+x"(acc[4][0]),
@@ -98,15 +104,7 @@ static inline __attribute__((always_inline)) void tsr_fma_6x16_rows(int64_t nr, 
                      "mov 8(%[ctl]), %%r11\n\t"
                      "test %%r11, %%r11\n\t"
                      "jz 4f\n\t"
-                     "1:\n\t" TSR_6X16_STEP(0, "(%%r10)", "32(%%r10)")
-                         TSR_6X16_STEP(4, "(%%r10,%[ldb],1)", "32(%%r10,%[ldb],1)")
-                     "lea (%%r10,%[ldb],2), %%r10\n\t" TSR_6X16_STEP(8, "(%%r10)", "32(%%r10)")
-                         TSR_6X16_STEP(12, "(%%r10,%[ldb],1)", "32(%%r10,%[ldb],1)")
-                     "lea (%%r10,%[ldb],2), %%r10\n\t"
-                     "add $16, %%r8\n\t"
-                     "add $16, %%r9\n\t"
-                     "dec %%r11\n\t"
-                     "jnz 1b\n\t"
+                     TSR_6X16_ROUNDS
                      "4:\n\t"
                      "mov 16(%[ctl]), %%r11\n\t"
                      "test %%r11, %%r11\n\t"
@@ -129,5 +127,6 @@ static inline __attribute__((always_inline)) void tsr_fma_6x16_rows(int64_t nr, 
                      : "r8", "r9", "r10", "r11", "r12", "xmm13", "xmm14", "xmm15", "cc", "memory");
 }
 
+#undef TSR_6X16_ROUNDS
 #undef TSR_6X16_STEP
 #endif
