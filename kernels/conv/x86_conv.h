@@ -525,6 +525,19 @@ static inline __attribute__((always_inline)) void tile_store(const conv_job *j, 
 
 enum { FE_RES_NONE, FE_RES_UNIT, FE_RES_SCALED }; /* a fast epilogue's residual: none, scale 1, other */
 
+/* F(args..., res, relu) with j's fast epilogue (fast_epilogue_of) as
+ * constants: each epilogue its own loop, the tests out of the tiles. */
+#define FE_DISPATCH(j, F, ...)                                                                                  \
+    do {                                                                                                       \
+        const int fe_res_ = !(j)->fe_res ? FE_RES_NONE : (j)->fe_scale == 1.0f ? FE_RES_UNIT : FE_RES_SCALED;  \
+        if (fe_res_ == FE_RES_UNIT && (j)->fe_relu) F(__VA_ARGS__, FE_RES_UNIT, true);                        \
+        else if (fe_res_ == FE_RES_UNIT) F(__VA_ARGS__, FE_RES_UNIT, false);                                  \
+        else if (fe_res_ == FE_RES_SCALED && (j)->fe_relu) F(__VA_ARGS__, FE_RES_SCALED, true);               \
+        else if (fe_res_ == FE_RES_SCALED) F(__VA_ARGS__, FE_RES_SCALED, false);                              \
+        else if ((j)->fe_relu) F(__VA_ARGS__, FE_RES_NONE, true);                                              \
+        else F(__VA_ARGS__, FE_RES_NONE, false);                                                               \
+    } while (0)
+
 /* A whole f32 tile's sums under a fast epilogue (fast_epilogue_of) before
  * its FMAs, for the panel of output channels from k0: the bias, or zero. */
 static inline __attribute__((always_inline)) void fast_start(const conv_job *j, vf acc[MR][NV], int64_t k0) {
@@ -649,14 +662,8 @@ static inline __attribute__((always_inline)) void row_tile_panels_as(const conv_
 }
 
 static void row_tile_panels(const conv_job *j, const tile_geo *t, int64_t p_lo, int64_t p_hi) {
-    const int res = !j->fe_res ? FE_RES_NONE : j->fe_scale == 1.0f ? FE_RES_UNIT : FE_RES_SCALED;
-    if (!j->fast_epi) row_tile_panels_as(j, t, p_lo, p_hi, false, FE_RES_NONE, false);
-    else if (res == FE_RES_UNIT && j->fe_relu) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_UNIT, true);
-    else if (res == FE_RES_UNIT) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_UNIT, false);
-    else if (res == FE_RES_SCALED && j->fe_relu) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_SCALED, true);
-    else if (res == FE_RES_SCALED) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_SCALED, false);
-    else if (j->fe_relu) row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_NONE, true);
-    else row_tile_panels_as(j, t, p_lo, p_hi, true, FE_RES_NONE, false);
+    if (j->fast_epi) FE_DISPATCH(j, row_tile_panels_as, j, t, p_lo, p_hi, true);
+    else row_tile_panels_as(j, t, p_lo, p_hi, false, FE_RES_NONE, false);
 }
 #endif
 
@@ -855,15 +862,7 @@ static inline __attribute__((always_inline)) void pointwise_items(const conv_job
 static void pointwise_f32(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_t p_lo, int64_t p_hi, bool po) {
 #ifdef CONV_FMA_6X16
     if (j->pw_fast) {
-        const int res = !j->fe_res ? FE_RES_NONE : j->fe_scale == 1.0f ? FE_RES_UNIT : FE_RES_SCALED;
-        /* each epilogue its own loop, the tests out of the tiles */
-        if (res == FE_RES_UNIT && j->fe_relu) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_UNIT, true);
-        else if (res == FE_RES_UNIT) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_UNIT, false);
-        else if (res == FE_RES_SCALED && j->fe_relu)
-            pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_SCALED, true);
-        else if (res == FE_RES_SCALED) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_SCALED, false);
-        else if (j->fe_relu) pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_NONE, true);
-        else pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, true, FE_RES_NONE, false);
+        FE_DISPATCH(j, pointwise_items, j, t_lo, t_hi, p_lo, p_hi, po, false, true);
         return;
     }
 #endif
