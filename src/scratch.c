@@ -5,6 +5,7 @@
  * thread's block is freed when the thread exits (a framework's short-lived
  * threads must not leak it). */
 #include <stdlib.h>
+#include <string.h>
 #include <threads.h>
 
 #include "internal.h"
@@ -19,12 +20,28 @@ static once_flag key_once = ONCE_FLAG_INIT;
 
 static void make_exit_key(void) { have_exit_key = tss_create(&exit_key, free) == thrd_success; }
 
+/* TESSERA_SCRATCH_POISON (the test suites set it): every block lent is
+ * filled with 0xff bytes (NaN as floats) first, so that a kernel reading
+ * what it did not write this call fails its test instead of finding the
+ * last call's values there (a thread that skipped packing part of a
+ * filter read the previous call's copy, and passed). */
+static bool poison;
+static once_flag poison_once = ONCE_FLAG_INIT;
+
+static void read_poison(void) { poison = getenv("TESSERA_SCRATCH_POISON") != NULL; }
+
+static void *lend(void *p, size_t bytes) {
+    call_once(&poison_once, read_poison);
+    if (p && poison) memset(p, 0xff, bytes);
+    return p;
+}
+
 void *tsr_scratch_get(size_t bytes) {
     bytes = bytes ? (bytes + 63) / 64 * 64 : 64; /* aligned_alloc wants a multiple of the alignment */
-    if (lent || bytes > TSR_SCRATCH_KEEP) return aligned_alloc(64, bytes);
+    if (lent || bytes > TSR_SCRATCH_KEEP) return lend(aligned_alloc(64, bytes), bytes);
     if (bytes > kept_bytes) {
         call_once(&key_once, make_exit_key);
-        if (!have_exit_key) return aligned_alloc(64, bytes); /* nothing kept that could leak */
+        if (!have_exit_key) return lend(aligned_alloc(64, bytes), bytes); /* nothing kept that could leak */
         void *p = aligned_alloc(64, bytes);
         if (!p || tss_set(exit_key, p) != thrd_success) {
             free(p);
@@ -35,7 +52,7 @@ void *tsr_scratch_get(size_t bytes) {
         kept_bytes = bytes;
     }
     lent = true;
-    return kept;
+    return lend(kept, bytes);
 }
 
 void tsr_scratch_put(void *p) {

@@ -145,6 +145,10 @@ static const conv_case cases[] = {
      * per thread, each packing its own (17 vectors, the last ragged; bf16
      * pairs in groups of whole pairs) */
     {1, 260, 5, 9, 260, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 260, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    /* 7 output rows, work enough for 2 and 3 threads: AVX2 splits rows,
+     * a thread's first or last one in part (2 channel groups), each
+     * thread packing every channel it touches (scratch lent as NaN) */
+    {1, 576, 14, 14, 576, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 576, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
     {1, 288, 4, 7, 288, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 288, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     /* HWIO whose groups fill whole panels: read in place */
     {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},

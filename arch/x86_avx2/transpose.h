@@ -11,8 +11,10 @@
  * read as 0) transposed: dst[q * dstride + i] = row i's element q, for the
  * first `lanes` (<= 8) rows. The moves are bit-exact, so it packs int8
  * groups of four as well as floats: GEMM panels from rows of A and from
- * transposed B's stored rows. */
-static inline void tsr_transpose8x8(const void *src, int64_t lda, int rows, void *out, int64_t dstride, int lanes) {
+ * transposed B's stored rows. Only the first `cols` (<= 8) columns are
+ * stored (dst rows q < cols). */
+static inline void tsr_transpose8x8_cols(const void *src, int64_t lda, int rows, void *out, int64_t dstride, int lanes,
+                                         int cols) {
     const float *a = (const float *)src; /* lda and dstride count 32-bit elements */
     float *dst = (float *)out;
     __m256 r[8];
@@ -30,11 +32,16 @@ static inline void tsr_transpose8x8(const void *src, int64_t lda, int rows, void
                    _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
                    _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
     if (lanes == 8) {
-        for (int q = 0; q < 8; q++) _mm256_storeu_ps(dst + q * dstride, c[q]);
+        for (int q = 0; q < cols; q++) _mm256_storeu_ps(dst + q * dstride, c[q]);
     } else {
         const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(lanes), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int q = 0; q < 8; q++) _mm256_maskstore_ps(dst + q * dstride, keep, c[q]);
+        for (int q = 0; q < cols; q++) _mm256_maskstore_ps(dst + q * dstride, keep, c[q]);
     }
+}
+
+/* tsr_transpose8x8_cols of all 8 columns. */
+static inline void tsr_transpose8x8(const void *src, int64_t lda, int rows, void *out, int64_t dstride, int lanes) {
+    tsr_transpose8x8_cols(src, lda, rows, out, dstride, lanes, 8);
 }
 
 /* 8 f16 (F16C) or bf16 values at element i of p, as f32. */

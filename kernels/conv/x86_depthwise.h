@@ -31,40 +31,52 @@ static bool depthwise_filter_in_place(const tsr_conv2d_desc *d) {
     return d->filter_format == TSR_FILTER_HWIO && d->w_dtype == TSR_F32;
 }
 
-/* Taps of a filter whose [c][r][s] transpose goes through registers
- * (pack_depthwise's stack buffers); more take the scalar loop. */
-#define DW_PACK_RS 64
-
 /* Depthwise filter as f32 [r][s][c]: every format holds c as k (one input
- * channel per group), OHWI and OIHW as [c][r][s], HWIO as [r][s][c]. A
- * block of VL channels of [c][r][s] is widened to f32 as it lies, then
- * turned by 8x8 transposes (a scalar loop cost a fifth of a 7x7x960 layer;
- * gathers, twice that on Zen 4). Channels c_lo (a multiple of VL) to c_hi. */
+ * channel per group), OHWI and OIHW as [c][r][s], HWIO as [r][s][c]. The
+ * [c][r][s] filter is turned by 8x8 transposes of 8 channels by 8 taps
+ * straight from the caller's filter into dst (the last block of taps
+ * storing the taps it has); f16/bf16 blocks are widened on the stack
+ * first, and the block that would read past the filter's end is copied
+ * there. Through a copy of each channel vector and its transposes into
+ * stack buffers, packing took 33 K instructions of a 7x7x960 call's 230 K
+ * (one thread; 14 K this way). A scalar loop cost a fifth of such a layer;
+ * gathers, twice that on Zen 4. Channels c_lo (a multiple of VL) to c_hi. */
 static void pack_depthwise(const tsr_conv2d_desc *d, const void *w, float *dst, int64_t c_lo, int64_t c_hi) {
     const int64_t C = d->c, RS = d->r * d->s;
-    const bool hwio = d->filter_format == TSR_FILTER_HWIO;
-    for (int64_t b = c_lo / VL; b < (c_hi + VL - 1) / VL; b++) {
-        const int64_t c0 = b * VL, n = C - c0 < VL ? C - c0 : VL;
-        if (hwio) {
-            for (int64_t t = 0; t < RS; t++) vf_store_n(dst + t * C + c0, vf_load_n_dtype(w, d->w_dtype, t * C + c0, (int)n), (int)n);
-            continue;
+    const bool f32 = d->w_dtype == TSR_F32;
+    if (d->filter_format == TSR_FILTER_HWIO) {
+        for (int64_t c0 = c_lo; c0 < c_hi; c0 += VL) {
+            const int n = C - c0 < VL ? (int)(C - c0) : VL;
+            for (int64_t t = 0; t < RS; t++) vf_store_n(dst + t * C + c0, vf_load_n_dtype(w, d->w_dtype, t * C + c0, n), n);
         }
-        if (RS > DW_PACK_RS) {
-            for (int64_t c = 0; c < n; c++)
-                for (int64_t t = 0; t < RS; t++) dst[t * C + c0 + c] = tsr_load_f(w, d->w_dtype, (c0 + c) * RS + t);
-            continue;
+        return;
+    }
+    const int64_t c_end = c_hi < C ? c_hi : C;
+    int64_t c0 = c_lo;
+    /* blocks of 8 f32 channels whose rows of 8 taps stay in the filter: the
+     * counts constant (a test per row and column otherwise) */
+    for (; f32 && c0 + 8 <= c_end && (c0 + 8 < C || RS % 8 == 0); c0 += 8) {
+        const float *src = (const float *)w + c0 * RS;
+        int64_t t0 = 0;
+        for (; t0 + 8 <= RS; t0 += 8) tsr_transpose8x8(src + t0, RS, 8, dst + t0 * C + c0, C, 8);
+        if (RS - t0 == 1) tsr_transpose8x8_cols(src + t0, RS, 8, dst + t0 * C + c0, C, 8, 1); /* 9, 25, 49 taps */
+        else if (t0 < RS) tsr_transpose8x8_cols(src + t0, RS, 8, dst + t0 * C + c0, C, 8, (int)(RS - t0));
+    }
+    /* the rest (f16/bf16, the filter's last channels): widened into a block on the stack, kept in the filter */
+    for (; c0 < c_end; c0 += 8) {
+        const int rows = c_end - c0 < 8 ? (int)(c_end - c0) : 8;
+        for (int64_t t0 = 0; t0 < RS; t0 += 8) {
+            const int cols = RS - t0 < 8 ? (int)(RS - t0) : 8;
+            float blk[64] __attribute__((aligned(32)));
+            for (int i = 0; i < rows; i++) {
+                const int64_t e = (c0 + i) * RS + t0;
+                if (c0 + i + 1 < C || cols == 8)
+                    _mm256_store_ps(blk + 8 * i, f32 ? _mm256_loadu_ps((const float *)w + e) : tsr_widen8(w, d->w_dtype, e));
+                else
+                    for (int q = 0; q < 8; q++) blk[8 * i + q] = q < cols ? tsr_load_f(w, d->w_dtype, e + q) : 0.0f;
+            }
+            tsr_transpose8x8_cols(blk, 8, rows, dst + t0 * C + c0, C, rows, cols);
         }
-        /* in: [VL][RS] plus 8 for the transposes' reads past the last
-         * channel (zeroed: their lanes are never stored, but nothing reads
-         * uninitialised memory); out: [RS rounded up to 8][VL] */
-        float in[VL * DW_PACK_RS + 8] __attribute__((aligned(64))), out[DW_PACK_RS * VL] __attribute__((aligned(64)));
-        const int64_t len = n * RS, whole = len / VL * VL;
-        for (int64_t i = 0; i < whole; i += VL) vf_store(in + i, vf_load_dtype(w, d->w_dtype, c0 * RS + i));
-        if (len > whole) vf_store(in + whole, vf_load_n_dtype(w, d->w_dtype, c0 * RS + whole, (int)(len - whole)));
-        for (int64_t i = len; i < VL * RS + 8; i++) in[i] = 0.0f;
-        for (int64_t t0 = 0; t0 < RS; t0 += 8)
-            for (int i0 = 0; i0 < VL; i0 += 8) tsr_transpose8x8(in + i0 * RS + t0, RS, 8, out + t0 * VL + i0, VL, 8);
-        for (int64_t t = 0; t < RS; t++) vf_store_n(dst + t * C + c0, vf_load(out + t * VL), (int)n);
     }
 }
 
@@ -100,7 +112,7 @@ static inline __attribute__((always_inline)) vf dw_load_x(const conv_job *j, con
 }
 
 /* Columns at each end of a column walk's tile that may be padding. */
-#define DW_EDGE 2
+#define DW_EDGE 1
 
 /* What a tile needs besides its position, fixed for the call. */
 typedef struct dw_geo {
@@ -254,23 +266,66 @@ static inline dw_span_at dw_span_at_ow(const dw_geo *g, const dw_span_at *row, i
     return at;
 }
 
+/* f32 x of column k (0-3) of a run of four from xp, s bytes apart (s3 =
+ * 3 s): loaded, or folded into an FMA with w into acc, by the load's own
+ * addressing, (xp), (xp,s), (xp,s,2), (xp,s3). Written in C, GCC turned
+ * the four addresses into a chain of one add per column (16 adds per
+ * filter row of a stride-2 tile of 8, beside 24 FMAs). x is only read
+ * while a convolution runs, so the statements name no memory operand. */
+static inline __attribute__((always_inline)) vf dw_load_x4(const char *xp, int64_t s, int64_t s3, const int k) {
+    vf v;
+    if (k == 0) __asm__("vmovups (%1), %0" : "=v"(v) : "r"(xp));
+    else if (k == 1) __asm__("vmovups (%1,%2,1), %0" : "=v"(v) : "r"(xp), "r"(s));
+    else if (k == 2) __asm__("vmovups (%1,%2,2), %0" : "=v"(v) : "r"(xp), "r"(s));
+    else __asm__("vmovups (%1,%2,1), %0" : "=v"(v) : "r"(xp), "r"(s3));
+    return v;
+}
+
+static inline __attribute__((always_inline)) vf dw_fma_x(vf acc, vf w, const char *xp, int64_t s, int64_t s3,
+                                                         const int k) {
+    if (k == 0) __asm__("vfmadd231ps (%2), %1, %0" : "+v"(acc) : "v"(w), "r"(xp));
+    else if (k == 1) __asm__("vfmadd231ps (%2,%3,1), %1, %0" : "+v"(acc) : "v"(w), "r"(xp), "r"(s));
+    else if (k == 2) __asm__("vfmadd231ps (%2,%3,2), %1, %0" : "+v"(acc) : "v"(w), "r"(xp), "r"(s));
+    else __asm__("vfmadd231ps (%2,%3,1), %1, %0" : "+v"(acc) : "v"(w), "r"(xp), "r"(s3));
+    return acc;
+}
+
+/* What the column walk's tiles of a span share, read once per span into
+ * locals: read through j and g per tile, each was reloaded after the
+ * stores to y (which may alias them), 40 instructions a tile at 7x7x960. */
+typedef struct dw_walk_at {
+    int64_t C, xstep, rstep;
+    const char *zero;    /* a vector of zeros: an edge column in the padding */
+    const float *bias_f; /* a leading f32 bias step's data (where the sums start), or NULL */
+    const void *bias;    /* a leading bias step of another dtype, or NULL */
+    tsr_dtype bias_t;
+    float *y_fast; /* f32 y stored from registers (relu or nothing after the bias), or NULL */
+    bool relu;
+} dw_walk_at;
+
 /* The column walk: T output pixels at `at` of the whole channel vector
  * at c0, for a filter of 3 columns, dilation_w 1, stride_w SW (1 or 2).
  * Input column u of the tile feeds output i through tap s where u = i *
  * SW + s; each column is loaded once into the up to three accumulators
  * that use it (stride 1: T + 2 loads per filter row instead of 3 T), so
- * the FMA port, not the loads, sets the pace. Columns outside [0, W) are
- * padding; depthwise_run keeps them to the first and last DW_EDGE, tested
- * only where `edges` (a tile inside the row tests nothing). x is read
- * through a pointer stepped four pixels per four columns (the three
- * between are it plus one, two or three strides in registers), each
+ * the FMA port, not the loads, sets the pace. Only a tile's first and last
+ * columns can be padding (depthwise_run keeps pads to one column): where
+ * `edges`, those two are read through pointers of their own that a padded
+ * column points at zeros (and does not step), for one FMA each on zeros
+ * (per filter row: two adds where testing the columns took twelve
+ * instructions: 7x7x960, one thread, 197 K instructions a call -> 164 K
+ * with the span's values in locals, dw_walk_at).
+ * x is read through a pointer stepped four pixels per four columns (the
+ * three between are it plus one, two or three strides in registers), each
  * column loaded once into a register: with an index u * C GCC kept the
  * multiples of C on the stack and in vector registers (three more
  * instructions and two more loads per column, 1.5x the time at
  * 28x28x192), and with the load folded into the FMAs of a column that
- * feeds two or three, as many loads. The empty asm statements hold both
- * choices; a column that feeds one FMA (stride 2's odd ones) keeps its
- * load folded, one instruction less.
+ * feeds two or three, as many loads; f32 columns are loaded (or folded
+ * into the FMA of a column that feeds one, stride 2's odd ones) by
+ * dw_load_x4 and dw_fma_x, whose addressing GCC cannot turn into a chain
+ * of adds (7x7x960 164 K -> 156 K instructions a call, 14x14x576 stride 2
+ * 112 K -> 99 K, 112x112x96 stride 2 1.42 M -> 1.24 M).
  *
  * What surrounds the FMAs counts as much: on AVX2 the instructions, not
  * the FMA port, set the pace. A tile that found its filter rows, x and y
@@ -282,42 +337,53 @@ static inline dw_span_at dw_span_at_ow(const dw_geo *g, const dw_span_at *row, i
  * once per call (dw_geo.walk_epi): 1.54 M, and 0.55x -> 0.83x oneDNN on
  * the MobileNet-v2 set (Zen 3, two threads). */
 static inline __attribute__((always_inline)) void dw_walk_tile(const conv_job *j, const dw_geo *g,
-                                                                const dw_span_at *at, const int T, const int SW,
-                                                                const tsr_dtype xt, int64_t c0, const char *xr,
-                                                                const float *wr, int64_t rstep, const bool edges) {
-    const int64_t C = g->C;
-    const vf start = g->bias0 ? vf_load_dtype(j->epi->steps[0].data, j->epi->steps[0].dtype, c0) : vf_zero();
+                                                                const dw_walk_at *k, const dw_span_at *at,
+                                                                const int T, const int SW, const tsr_dtype xt,
+                                                                int64_t c0, const char *xr, const float *wr,
+                                                                const bool edges) {
+    const int64_t C = k->C, xstep = k->xstep, xstep3 = 3 * xstep, rstep = k->rstep;
+    const vf start = k->bias_f ? vf_load(k->bias_f + c0) : k->bias ? vf_load_dtype(k->bias, k->bias_t, c0) : vf_zero();
     vf acc[DW_TMAX];
 #pragma GCC unroll 16
     for (int i = 0; i < T; i++) acc[i] = start;
     const int span = (T - 1) * SW + 3;
-    const int64_t xstep = C * dw_x_size(xt), xstep3 = 3 * xstep;
+    /* the edge columns: their own pointers and steps (zeros and 0 where padding) */
+    const bool pad_a = edges && at->u_lo > 0, pad_z = edges && at->u_hi < span;
+    const char *xa = pad_a ? k->zero : xr, *xz = pad_z ? k->zero : xr + (span - 1) * xstep;
+    const int64_t sa = pad_a ? 0 : rstep, sz = pad_z ? 0 : rstep;
     for (int64_t r = 0; r < at->rows; r++, xr += rstep, wr += 3 * C) {
         const vf w0 = vf_load(wr), w1 = vf_load(wr + C), w2 = vf_load(wr + 2 * C);
         const char *xp = xr;
 #pragma GCC unroll 48
         for (int u = 0; u < span; u++) {
-            if (u % 4 == 0) {
+            if (u % 4 == 0 && !(edges && u == span - 1)) {
                 if (u) xp += 4 * xstep;
                 __asm__("" : "+r"(xp));
             }
-            if (edges && (u < DW_EDGE || u >= span - DW_EDGE) && (u < at->u_lo || u >= at->u_hi)) continue;
-            vf xv = dw_load_xp(u % 4 == 0 ? xp : u % 4 == 1 ? xp + xstep : u % 4 == 2 ? xp + 2 * xstep : xp + xstep3,
-                               xt, VL);
+            /* the column: at xp plus 0-3 strides, or an edge column's own pointer */
+            const bool own = edges && (u == 0 || u == span - 1);
+            const char *base = !own ? xp : u == 0 ? xa : xz;
+            const int k4 = own ? 0 : u % 4;
             /* whether tap s takes this column: for output (u - s) / SW */
             const bool t0 = u % SW == 0 && u / SW < T, t1 = u >= 1 && (u - 1) % SW == 0 && (u - 1) / SW < T,
                        t2 = u >= 2 && (u - 2) % SW == 0 && (u - 2) / SW < T;
-            if (t0 + t1 + t2 > 1) __asm__("" : "+v"(xv));
+            if (xt == TSR_F32 && t0 + t1 + t2 == 1) { /* one FMA: the load folded in */
+                const int i = t0 ? u / SW : t1 ? (u - 1) / SW : (u - 2) / SW;
+                acc[i] = dw_fma_x(acc[i], t0 ? w0 : t1 ? w1 : w2, base, xstep, xstep3, k4);
+                continue;
+            }
+            const vf xv = xt == TSR_F32 ? dw_load_x4(base, xstep, xstep3, k4)
+                                        : dw_load_xp(base + (k4 == 3 ? xstep3 : k4 * xstep), xt, VL);
             if (t0) acc[u / SW] = vf_fma(xv, w0, acc[u / SW]);
             if (t1) acc[(u - 1) / SW] = vf_fma(xv, w1, acc[(u - 1) / SW]);
             if (t2) acc[(u - 2) / SW] = vf_fma(xv, w2, acc[(u - 2) / SW]);
         }
+        if (edges) xa += sa, xz += sz;
     }
     const int64_t y0 = at->y0 + c0;
-    const int epi = g->walk_epi; /* read once: the stores could alias g */
-    if (epi != DW_EPI_STEPS && g->y_f32 && !j->stream_y) {
-        float *y = (float *)j->y + y0;
-        if (epi == DW_EPI_RELU) {
+    if (k->y_fast) {
+        float *y = k->y_fast + y0;
+        if (k->relu) {
 #pragma GCC unroll 16
             for (int i = 0; i < T; i++) acc[i] = vf_max(vf_zero(), acc[i]);
         }
@@ -338,20 +404,27 @@ static inline __attribute__((always_inline)) void dw_walk_span(const conv_job *j
                                                                 const int SW, const tsr_dtype xt, int64_t c_lo,
                                                                 int64_t c_hi) {
     const dw_span_at at = dw_span_at_ow(g, row, ow);
-    const int64_t es = dw_x_size(xt), rstep = g->dh * g->W * g->C * es;
+    const int64_t es = dw_x_size(xt);
+    const tsr_epilogue_step *b = g->bias0 ? &j->epi->steps[0] : NULL;
+    const dw_walk_at k = {.C = g->C, .xstep = g->C * es, .rstep = g->dh * g->W * g->C * es,
+                          .zero = (const char *)j->zero,
+                          .bias_f = b && b->dtype == TSR_F32 ? (const float *)b->data : NULL,
+                          .bias = b && b->dtype != TSR_F32 ? b->data : NULL, .bias_t = b ? b->dtype : TSR_F32,
+                          .y_fast = g->walk_epi != DW_EPI_STEPS && g->y_f32 && !j->stream_y ? (float *)j->y : NULL,
+                          .relu = g->walk_epi == DW_EPI_RELU};
     const char *xr = (const char *)j->x + (at.x0 + c_lo) * es;
     const float *wr = j->wp + at.w0 + c_lo;
     /* a tile inside the row has neighbours on both sides: a row of three
      * tiles or more, each 2 DW_TMAX / 3 - 1 wide at least (dw_row_tiles);
-     * narrower widths are not instantiated without column tests (each
-     * variant is unrolled code: the AVX-512 file took 125 s to compile
-     * before them, 186 s with these, more with every width) */
+     * narrower widths are not instantiated without edge columns of their
+     * own (each variant is unrolled code: the AVX-512 file took 125 s to
+     * compile before them, 186 s with these, more with every width) */
     if (at.u_lo > 0 || at.u_hi < (T - 1) * SW + 3 || 3 * T < 2 * DW_TMAX - 3) {
         for (int64_t c0 = c_lo; c0 < c_hi; c0 += VL, xr += VL * es, wr += VL)
-            dw_walk_tile(j, g, &at, T, SW, xt, c0, xr, wr, rstep, true);
+            dw_walk_tile(j, g, &k, &at, T, SW, xt, c0, xr, wr, true);
     } else {
         for (int64_t c0 = c_lo; c0 < c_hi; c0 += VL, xr += VL * es, wr += VL)
-            dw_walk_tile(j, g, &at, T, SW, xt, c0, xr, wr, rstep, false);
+            dw_walk_tile(j, g, &k, &at, T, SW, xt, c0, xr, wr, false);
     }
 }
 
@@ -676,32 +749,55 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
     int64_t cv = VL == 16 ? DW_L1_ROWS / (d->r * d->w * VL * es) : cvecs;
     cv = cv < 2 ? 2 : cv;
     cv = (cv + step - 1) / step * step;
-    /* rows per block: their input rows, a group's channels, within DW_L2_ROWS */
-    const int64_t gvecs = (blocks + groups - 1) / groups * step;
-    int64_t rb = DW_L2_ROWS / (d->stride_h * d->w * gvecs * VL * es);
-    rb = rb < 1 ? 1 : rb;
     const int64_t units = groups * NP, u0 = units * t / nt, u1 = units * (t + 1) / nt;
     /* group g: the steps from g * blocks / groups, in equal chunks */
 #define DW_GROUP_VEC(g) ((g) * blocks / groups * step)
+    /* The units' order. AVX-512 takes them group by group, each thread
+     * packing only its groups' channels. AVX2 takes them row by row, a
+     * thread's rows whole but for the two at its ends: threads whose
+     * channel halves of every pixel lay side by side ran both at half
+     * speed in one process of two (Zen 3 VM, two threads, 7x7x960: 55 K
+     * cycles a thread a call against 28 K, 14x14x576 stride 2 alike,
+     * oneDNN's rate unchanged beside them), rows never did. Its threads
+     * pack every channel they touch, all of them but where a thread's
+     * units lie in one row. */
+    const bool row_major = VL == 8;
     if (w && u0 < u1) {
-        const int64_t c_hi = DW_GROUP_VEC((u1 - 1) / NP + 1) * VL;
+        int64_t v_lo = DW_GROUP_VEC(u0 / NP), v_hi = DW_GROUP_VEC((u1 - 1) / NP + 1);
+        if (row_major) {
+            const bool one_row = u0 / groups == (u1 - 1) / groups;
+            v_lo = one_row ? DW_GROUP_VEC(u0 % groups) : 0;
+            v_hi = one_row ? DW_GROUP_VEC((u1 - 1) % groups + 1) : blocks * step;
+        }
         jt.wp = bufs + t * d->r * d->s * d->c;
-        pack_depthwise(d, w, (float *)jt.wp, DW_GROUP_VEC(u0 / NP) * VL, c_hi < d->c ? c_hi : d->c);
+        pack_depthwise(d, w, (float *)jt.wp, v_lo * VL, v_hi * VL < d->c ? v_hi * VL : d->c);
     }
     for (int64_t u = u0; u < u1;) {
-        const int64_t grp = u / NP, n = u % NP / j->P, oh0 = u % j->P;
-        int64_t len = u1 - u < rb ? u1 - u : rb;
+        int64_t row, len, v0, v1, per_row; /* rows row .. row + len - 1 of n * P, vectors v0 .. v1; units a row */
+        if (!row_major) {
+            const int64_t grp = u / NP;
+            row = u % NP, v0 = DW_GROUP_VEC(grp), v1 = DW_GROUP_VEC(grp + 1), len = u1 - u, per_row = 1;
+        } else {
+            row = u / groups;
+            const int64_t g_lo = u % groups, g_hi = u1 - row * groups < groups ? u1 - row * groups : groups;
+            v0 = DW_GROUP_VEC(g_lo), v1 = DW_GROUP_VEC(g_hi), per_row = g_hi - g_lo;
+            len = per_row < groups ? 1 : (u1 - u) / groups; /* a row's part, or whole rows */
+        }
+        /* rows per block: their input rows, these channels, within DW_L2_ROWS */
+        const int64_t rb = DW_L2_ROWS / (d->stride_h * d->w * (v1 - v0) * VL * es);
+        const int64_t n = row / j->P, oh0 = row % j->P;
+        len = len < rb ? len : rb > 1 ? rb : 1;
         len = len < j->P - oh0 ? len : j->P - oh0; /* within the image */
-        const int64_t v0 = DW_GROUP_VEC(grp), v1 = DW_GROUP_VEC(grp + 1), chunks = (v1 - v0 + cv - 1) / cv;
-        const int64_t vc = ((v1 - v0 + chunks - 1) / chunks + step - 1) / step * step;
+        const int64_t chunks = (v1 - v0 + cv - 1) / cv, vc = ((v1 - v0 + chunks - 1) / chunks + step - 1) / step * step;
         for (int64_t c0 = v0; c0 < v1; c0 += vc) {
             const int64_t c_lo = c0 * VL, c_hi = (c0 + vc < v1 ? c0 + vc : v1) * VL;
             for (int64_t oh = oh0; oh < oh0 + len; oh++) dw_row(j, &k, n, oh, c_lo, c_hi < d->c ? c_hi : d->c);
         }
-        u += len;
+        u += len * per_row;
     }
 #undef DW_GROUP_VEC
-    /* streamed stores are weakly ordered: done before the region's barrier */
+    /* streamed stores are weakly ordered: done before the region's barrier
+     * (the one ending the region: a barrier of its own here cost a second
+     * wait per call) */
     if (j->stream_y) _mm_sfence();
-#pragma omp barrier
 }
