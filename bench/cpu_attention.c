@@ -74,11 +74,19 @@ static void mask_causal(const tsr_attention_desc *d, float *s) {
     }
 }
 
+/* Why the unfused path last failed: the skip message names the library. */
+static char unfused_error[200];
+
+static int unfused_failed(const char *why) {
+    snprintf(unfused_error, sizeof unfused_error, "unfused path: %s", why);
+    return -1;
+}
+
 /* The unfused path, one (batch, head) at a time on contiguous BHSD data. */
 static int run_unfused(attn_case *c) {
 #ifdef TSR_BENCH_NO_ONEDNN
     (void)c;
-    return -1;
+    return unfused_failed("tessera-bench was built without oneDNN");
 #else
     const tsr_attention_desc *d = &c->d;
     const int64_t S = d->seq_q, T = d->seq_kv, D = d->head_dim, G = d->heads_q / d->heads_kv;
@@ -94,10 +102,10 @@ static int run_unfused(attn_case *c) {
                 const uint16_t *k = (const uint16_t *)c->k + (b * d->heads_kv + h / G) * T * D;
                 const uint16_t *v = (const uint16_t *)c->v + (b * d->heads_kv + h / G) * T * D;
                 float *o = (float *)c->o + (b * d->heads_q + h) * S * D;
-                if (impl_onednn.gemm_bf16(0, 1, S, T, D, q, k, c->s)) return -1;
+                if (impl_onednn.gemm_bf16(0, 1, S, T, D, q, k, c->s)) return unfused_failed(impl_onednn.last_error());
                 mask_causal(d, c->s);
-                if (tsr_softmax(ctx, &rd, c->s, c->p) != TSR_OK) return -1;
-                if (impl_onednn.gemm_bf16(0, 0, S, D, T, c->p, v, o)) return -1;
+                if (tsr_softmax(ctx, &rd, c->s, c->p) != TSR_OK) return unfused_failed(tsr_last_error());
+                if (impl_onednn.gemm_bf16(0, 0, S, D, T, c->p, v, o)) return unfused_failed(impl_onednn.last_error());
             }
         return 0;
     }
@@ -107,10 +115,12 @@ static int run_unfused(attn_case *c) {
             const float *k = (const float *)c->k + (b * d->heads_kv + h / G) * T * D;
             const float *v = (const float *)c->v + (b * d->heads_kv + h / G) * T * D;
             float *o = (float *)c->o + (b * d->heads_q + h) * S * D;
-            if (dnnl_sgemm('N', 'T', S, T, D, scale, q, D, k, D, 0.0f, c->s, T) != dnnl_success) return -1;
+            if (dnnl_sgemm('N', 'T', S, T, D, scale, q, D, k, D, 0.0f, c->s, T) != dnnl_success)
+                return unfused_failed("oneDNN dnnl_sgemm failed");
             mask_causal(d, c->s);
-            if (tsr_softmax(ctx, &rd, c->s, c->s) != TSR_OK) return -1;
-            if (dnnl_sgemm('N', 'N', S, D, T, 1.0f, c->s, T, v, D, 0.0f, o, D) != dnnl_success) return -1;
+            if (tsr_softmax(ctx, &rd, c->s, c->s) != TSR_OK) return unfused_failed(tsr_last_error());
+            if (dnnl_sgemm('N', 'N', S, D, T, 1.0f, c->s, T, v, D, 0.0f, o, D) != dnnl_success)
+                return unfused_failed("oneDNN dnnl_sgemm failed");
         }
     return 0;
 #endif
@@ -131,14 +141,15 @@ static void bench_one(gb_state *st, void *arg) {
         gb_skip_with_error(st, "could not allocate or set up the case");
         return;
     }
+    const char *why = c->impl == IMPL_UNFUSED ? unfused_error : tsr_last_error();
     /* one untimed call: pages the VM gave back are faulted in again here */
     if (run_case(c)) {
-        gb_skip_with_error(st, tsr_last_error());
+        gb_skip_with_error(st, why);
         return;
     }
     while (gb_keep_running(st))
         if (run_case(c)) {
-            gb_skip_with_error(st, tsr_last_error());
+            gb_skip_with_error(st, why);
             break;
         }
 }
@@ -191,6 +202,13 @@ static double rate_of(const gb_result *r, int nr, const char *name, int bytes) {
     return 0;
 }
 
+/* Whether the case ran at all (a --benchmark_filter may leave it out). */
+static bool ran(const gb_result *r, int nr, const char *name) {
+    for (int i = 0; i < nr; i++)
+        if (!strncmp(r[i].name, name, strlen(name))) return true;
+    return false;
+}
+
 int attention_suite_main(int threads, int quick, int want_summary) {
     tsr_context_info info;
     if (!(ctx = bench_cpu_context(threads, &info))) return 2;
@@ -238,7 +256,7 @@ int attention_suite_main(int threads, int quick, int want_summary) {
         printf("%-58s %10s %10s %8s\n", "case", "tessera", "unfused", "ratio");
         for (int i = 1; i < ncases; i++) {
             attn_case *c = &cases[i];
-            if (c->impl != IMPL_TESSERA) continue;
+            if (c->impl != IMPL_TESSERA || !ran(r, nr, c->name)) continue;
             int decode = c->d.seq_q == 1;
             double ours = rate_of(r, nr, c->name, decode);
             char base[160];

@@ -43,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../arch/x86_avx2/prefetch.h"
 #include "../../arch/x86_avx512/vmath.h"
 #include "../../arch/x86_avx512/vdtype.h"
 #include "../../arch/x86_avx512/vexp.h"
@@ -344,6 +345,32 @@ static void pack_qw(const flash_job *j, const flash_buf *b, int64_t nr2) {
 }
 #endif
 
+/* The next key block's K and V rows (direct path): fetched into L2 while
+ * this block computes. Decode reads every byte of K and V once, and the
+ * hardware prefetchers do not keep up with P V's column passes over V
+ * (eight strided sweeps of a 64 KB block at head_dim 128, each line first
+ * touched by a demand miss): one Zen 3 core spent 75% of a 4096-key f32
+ * decode stalled on those loads and on K's. */
+typedef struct next_rows {
+    const char *k, *v; /* key 0 of the next block, or NULL */
+    int64_t ks, vs;    /* row strides, bytes */
+    int64_t n, bytes;  /* its keys; bytes a row */
+} next_rows;
+
+static inline __attribute__((always_inline)) void prefetch_row_l2(const char *row, int64_t bytes) {
+    for (int64_t o = 0; o < bytes; o += 64) tsr_prefetch_l2(row + o);
+    tsr_prefetch_l2(row + bytes - 1);
+}
+
+/* Keys c and c + 1 of the next block, K and V. */
+static inline __attribute__((always_inline)) void prefetch_pair(const next_rows *nx, int64_t c) {
+    if (!nx->k) return;
+    for (int64_t i = c; i < c + 2 && i < nx->n; i++) {
+        prefetch_row_l2(nx->k + i * nx->ks, nx->bytes);
+        prefetch_row_l2(nx->v + i * nx->vs, nx->bytes);
+    }
+}
+
 /* S[r][c] = scale q_r . k_c for rows [0, nr4) and keys [0, nk): 4 x 2 dot
  * products share their loads, and four lane reductions cost one shuffle
  * tree. Key pairs outside, so a pair stays in L1 while the rows pass. Keys
@@ -354,10 +381,11 @@ static void pack_qw(const flash_job *j, const flash_buf *b, int64_t nr2) {
  * Blocks of more rows use s_tiles instead. */
 static inline __attribute__((always_inline)) void scores(const flash_job *j, const flash_buf *b, int64_t nr4,
                                                           int64_t nk, int64_t bkp, const char *kp, int64_t ks,
-                                                          tsr_dtype t, int64_t len) {
+                                                          tsr_dtype t, int64_t len, const next_rows *nx) {
     const int64_t dp = j->dp, es = (int64_t)tsr_dtype_size(t);
     const float scale = j->a->d.scale;
     for (int64_t c = 0; c < nk; c += 2) {
+        prefetch_pair(nx, c);
         const char *k0 = kp + c * ks * es, *k1 = c + 1 < nk ? k0 + ks * es : k0;
         for (int64_t r = 0; r < nr4; r += 4) {
             const float *q0 = b->q + r * dp, *q1 = q0 + dp, *q2 = q1 + dp, *q3 = q2 + dp;
@@ -416,11 +444,12 @@ static inline __attribute__((always_inline)) void pv_direct(const flash_job *j, 
  * same lane reductions; half the multiply-add instructions and no
  * conversion of K. */
 static void scores_bf16(const flash_job *j, const flash_buf *b, int64_t nr4, int64_t nk, int64_t bkp,
-                        const uint16_t *kp, int64_t ks) {
+                        const uint16_t *kp, int64_t ks, const next_rows *nx) {
     const int64_t D = j->a->d.head_dim, qs = j->dp; /* qw rows: dp bf16 */
     const uint16_t *qw = (const uint16_t *)b->qw;
     const float scale = j->a->d.scale;
     for (int64_t c = 0; c < nk; c += 2) {
+        prefetch_pair(nx, c);
         const uint16_t *k0 = kp + c * ks, *k1 = c + 1 < nk ? k0 + ks : k0;
         for (int64_t r = 0; r < nr4; r += 4) {
             __m512 a[4][2];
@@ -506,24 +535,24 @@ static void pv_direct_bf16(const flash_job *j, const flash_buf *b, int64_t nr4, 
 
 /* The direct path, specialised per dtype so the converting loads inline. */
 static void block_direct(const flash_job *j, const flash_buf *b, int64_t nr4, int64_t nk, int64_t bkp,
-                         const void *kp, const void *vp, int pass) {
+                         const void *kp, const void *vp, int pass, const next_rows *nx) {
     const tsr_attention_desc *d = &j->a->d;
     switch (d->dtype) {
     case TSR_F16:
-        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F16, d->head_dim);
+        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F16, d->head_dim, nx);
         else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_F16);
         break;
     case TSR_BF16:
 #ifdef ATTN_BF16_DOT
-        if (pass == 0) scores_bf16(j, b, nr4, nk, bkp, kp, d->k_strides[2]);
+        if (pass == 0) scores_bf16(j, b, nr4, nk, bkp, kp, d->k_strides[2], nx);
         else pv_direct_bf16(j, b, nr4, nk, bkp, vp, d->v_strides[2]);
 #else
-        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_BF16, d->head_dim);
+        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_BF16, d->head_dim, nx);
         else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_BF16);
 #endif
         break;
     default:
-        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F32, d->head_dim);
+        if (pass == 0) scores(j, b, nr4, nk, bkp, kp, d->k_strides[2], TSR_F32, d->head_dim, nx);
         else pv_direct(j, b, nr4, nk, bkp, vp, d->v_strides[2], TSR_F32);
         break;
     }
@@ -664,12 +693,16 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
 #ifdef ATTN_BF16_DOT
     pack_qw(j, B, direct ? nr4 : nr2);
 #endif
+    next_rows nx = {NULL, NULL, d->k_strides[2] * (int64_t)es, d->v_strides[2] * (int64_t)es, 0, D * (int64_t)es};
     for (int64_t j0 = klo; j0 < kend; j0 += j->bk) {
         const int64_t nk = kend - j0 < j->bk ? kend - j0 : j->bk;
         const char *kp = (const char *)a->k + (size_t)(ko + j0 * d->k_strides[2]) * es;
         const char *vp = (const char *)a->v + (size_t)(vo + j0 * d->v_strides[2]) * es;
         if (direct) {
-            block_direct(j, B, nr4, nk, bkp, kp, vp, 0);
+            const int64_t next = kend - (j0 + nk) < j->bk ? kend - (j0 + nk) : j->bk;
+            nx.k = next > 0 ? kp + nk * nx.ks : NULL;
+            nx.v = next > 0 ? vp + nk * nx.vs : NULL, nx.n = next;
+            block_direct(j, B, nr4, nk, bkp, kp, vp, 0, &nx);
         } else {
             pack_kt(j, B->k, bkp, kp, nk);
             if (!v_in_place) pack_v(j, B->v, vo + j0 * d->v_strides[2], nk);
@@ -691,7 +724,7 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
             for (int64_t c = vis; c < bkp; c++) s[c] = -INFINITY;
             online_row(j, B, r, bkp, direct);
         }
-        if (direct) block_direct(j, B, nr4, nk, bkp, kp, vp, 1);
+        if (direct) block_direct(j, B, nr4, nk, bkp, kp, vp, 1, &nx);
         else if (v_in_place) pv_tiles(j, B, nr2, nk, bkp, (const float *)vp, d->v_strides[2]);
         else pv_tiles(j, B, nr2, nk, bkp, B->v, dp);
     }
