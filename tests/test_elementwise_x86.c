@@ -554,6 +554,67 @@ START_TEST(chain_bf16_pairs) {
 }
 END_TEST
 
+/* A chain over rows that span whole and partial tiles (C = 613: two
+ * tiles of 256 and 101 values, not a multiple of a vector group), x
+ * broadcast along each row (stride 0), one operand read in place (f32),
+ * one converted (bf16, rows broadcast), one broadcast along the row, a
+ * scalar on the left, exp between; y f32 (written in place by the last
+ * step) and f16 (converted from the tile). Each value as the reference's
+ * within exp's error and f16's rounding. */
+START_TEST(chain_tiles_broadcast) {
+    enum { R = 3, C = 613 };
+    float x[R], a[R * C], c[R], want[R * C], y[R * C];
+    uint16_t b[C], yh[R * C];
+    tt_fill(x, TSR_F32, R, 51, -2, 2);
+    tt_fill(a, TSR_F32, R * C, 52, -2, 2);
+    tt_fill(b, TSR_BF16, C, 53, -2, 2);
+    tt_fill(c, TSR_F32, R, 54, -1, 1);
+    const int64_t shape[2] = {R, C};
+    tsr_chain_problem cp;
+    memset(&cp, 0, sizeof cp);
+    cp.y = tsr_tensor_contiguous(TSR_F32, 2, shape);
+    cp.x = cp.y, cp.x.strides[0] = 1, cp.x.strides[1] = 0; /* x[r] along row r */
+    tsr_tensor_desc ad = cp.y, bd = tsr_tensor_contiguous(TSR_BF16, 2, shape), cd = cp.x;
+    bd.strides[0] = 0;
+    tsr_chain_desc_init(&cp.chain);
+    ck_assert_int_eq(tsr_chain_push_tensor(&cp.chain, TSR_BINARY_ADD, &ad, 0), TSR_OK);
+    ck_assert_int_eq(tsr_chain_push_tensor(&cp.chain, TSR_BINARY_MUL, &bd, 1), TSR_OK);
+    ck_assert_int_eq(tsr_chain_push_scalar(&cp.chain, TSR_BINARY_SUB, 0.5f, 1), TSR_OK);
+    tsr_chain_push_unary(&cp.chain, TSR_UNARY_EXP);
+    ck_assert_int_eq(tsr_chain_push_tensor(&cp.chain, TSR_BINARY_MAX, &cd, 0), TSR_OK);
+    cp.operands[0] = a, cp.operands[1] = b, cp.operands[2] = c;
+    cp.chain.operands[0] = ad, cp.chain.operands[1] = bd, cp.chain.operands[2] = cd;
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_CHAIN;
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    const tsr_kernel *ref = tsr_registry_find("chain.ref");
+    cp.xp = x, cp.yp = want, p.u.chain = cp;
+    ck_assert_int_eq(ref->run(ctx, &p, NULL), TSR_OK);
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
+        if (!usable(k, ctx)) continue;
+        for (int half = 0; half < 2; half++) {
+            tsr_chain_problem cy = cp;
+            if (half) cy.y = tsr_tensor_contiguous(TSR_F16, 2, shape);
+            cy.yp = half ? (void *)yh : (void *)y, p.u.chain = cy;
+            char why[160];
+            ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s", why);
+            ck_assert_int_eq(k->run(ctx, &p, NULL), TSR_OK);
+            int64_t bad = 0;
+            for (int i = 0; i < R * C; i++) {
+                const float got = half ? tsr_f16_to_f32(yh[i]) : y[i], tol = half ? 0x1p-10f : 0x1p-21f;
+                if (!(fabsf(got - want[i]) <= tol * fabsf(want[i])) && bad++ < 3)
+                    printf("  %s y %s [%d]: got %g want %g\n", k->name, half ? "f16" : "f32", i, got, want[i]);
+            }
+            ck_assert_msg(bad == 0, "%s, y %s: %lld of %d differ", k->name, half ? "f16" : "f32", (long long)bad, R * C);
+        }
+    }
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("elementwise_x86");
     TCase *tc = tcase_create("x86");
@@ -566,6 +627,7 @@ int main(void) {
     tcase_add_test(tc, norm_nonfinite_params);
     tcase_add_test(tc, chain_out_of_cache);
     tcase_add_test(tc, chain_bf16_pairs);
+    tcase_add_test(tc, chain_tiles_broadcast);
     suite_add_tcase(s, tc);
     return tt_run_suite(s);
 }

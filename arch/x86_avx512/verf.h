@@ -102,7 +102,7 @@ static inline vf gelu_erf_small(vf x) {
     /* -x^2/2 = hi + lo exactly (the halving is exact) */
     const vf ax = vf_copysign(x, vf_zero()), a = vf_mul(x, vf_set1(-0.5f)), hi = vf_mul(x, a), lo = vf_fms(x, a, hi);
     vf n;
-    const vf er = vf_exp_reduced(hi, &n), e = vf_scale2(er, n); /* hi >= -4.5: no clamp */
+    const vf er = vf_exp_reduced(hi, &n), e = vf_scale2_normal(er, n); /* hi >= -4.5: no clamp, e normal */
     const vf ec = vf_mul(vf_fma(e, lo, e), vf_horner(vf_fms(ax, vf_set1(2.0f / 3.0f), vf_set1(1.0f)), c, 13));
     return vf_mul(x, vf_select(vf_is(x, vf_zero(), _CMP_LT_OQ), vf_sub(vf_set1(1.0f), ec), ec));
 }
