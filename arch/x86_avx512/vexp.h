@@ -58,6 +58,14 @@ static inline vf exp_unchecked_scaled(vf d, float k) {
 
 static inline vf exp_unchecked(vf d) { return exp_unchecked_scaled(d, 0.0f); }
 
+/* exp(d) for d in [-87, 88] (or NaN): 2^n normal, applied by one product;
+ * the same bits as exp_unchecked. */
+static inline vf exp_normal(vf d) {
+    vf n;
+    const vf y = vf_exp_reduced(d, &n);
+    return vf_scale2_normal(y, n);
+}
+
 /* exp(d) for d <= 0 or -inf (exactly 0), for attention's softmax weights:
  * 2^t, t = d log2(e), as 2^f (f = t - round(t) in [-1/2, 1/2], Cephes
  * exp2f's polynomial, 1.7e-7 relative) times 2^round(t). Rounding t costs
