@@ -156,6 +156,34 @@ START_TEST(gelu_erf_dense_core) {
 }
 END_TEST
 
+/* exp, sigmoid, silu and tanh densely for |x| in [80, 90], each sign in
+ * its own ascending sweep: on AVX2 vectors wholly within [-87, 87] take
+ * exp's short form (one product for 2^n, no clamp), those past it or
+ * straddling 87 the general one; exp overflows at 88.72. */
+START_TEST(exp_family_dense_edges) {
+    enum { STEP = 32, HALF = (0x42b40000 - 0x42a00000) / STEP, N = 2 * HALF };
+    static const struct {
+        tsr_unary_op op;
+        int64_t max_ulp;
+    } ops[] = {{TSR_UNARY_EXP, 2}, {TSR_UNARY_SIGMOID, 3}, {TSR_UNARY_SILU, 3}, {TSR_UNARY_TANH, 1}};
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    int n = 0;
+    for (uint32_t b = 0x42a00000; b < 0x42b40000; b += STEP) memcpy(&x[n++], &b, 4);
+    for (int i = 0; i < HALF; i++) x[n++] = -x[i];
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
+        ck_assert_ptr_nonnull(k);
+        if (!usable(k, ctx)) continue;
+        for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
+            check_unary(k, ctx, ops[oi].op, ops[oi].max_ulp, x, y, n, "with |x| in [80, 90]");
+    }
+    tsr_context_destroy(ctx);
+    free(x), free(y);
+}
+END_TEST
+
 /* A chain (silu(x) * b) whose y is past 16 MiB, on a 64-byte boundary:
  * stored past the caches, and still the reference's values. */
 START_TEST(chain_out_of_cache) {
@@ -621,6 +649,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, unary_whole_range);
     tcase_add_test(tc, gelu_erf_dense_core);
+    tcase_add_test(tc, exp_family_dense_edges);
     tcase_add_test(tc, binary_whole_range);
     tcase_add_test(tc, row_kernels);
     tcase_add_test(tc, norm_shift_far_from_mean);
