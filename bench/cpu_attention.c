@@ -288,7 +288,12 @@ static long rss_child_kib(int threads, int impl, tsr_dtype t, int run) {
         tsr_attention_desc_init(&d);
         d.batch = 1, d.heads_q = d.heads_kv = 2, d.seq_q = d.seq_kv = 8192, d.head_dim = 128, d.dtype = t;
         attn_case *c = add(impl, &d, "rss");
-        _exit(!c || c->failed || (run && run_case(c)) ? 3 : 0);
+        if (!c || c->failed) _exit(3);
+        if (run && run_case(c)) { /* the parent prints "failed" after this line */
+            fprintf(stderr, "  %s: %s\n", c->name, impl == IMPL_UNFUSED ? unfused_error : tsr_last_error());
+            _exit(3);
+        }
+        _exit(0);
     }
     int status = 0;
     struct rusage ru;
