@@ -80,6 +80,17 @@ static bool usable(const tsr_kernel *k, tsr_context *ctx) {
     return false;
 }
 
+/* Kernel k (one this CPU runs) on the chain problem cp. */
+static void run_chain_problem(const tsr_kernel *k, tsr_context *ctx, const tsr_chain_problem *cp) {
+    tsr_problem p;
+    memset(&p, 0, sizeof p);
+    p.op = TSR_OP_CHAIN;
+    p.u.chain = *cp;
+    char why[160];
+    ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s: %s", k->name, why);
+    ck_assert_msg(k->run(ctx, &p, NULL) == TSR_OK, "%s: %s", k->name, tsr_last_error());
+}
+
 /* Kernel k's chain of op alone on x[0..n) into y, held to max_ulp of the
  * double-precision definition (want_unary), or with max_ulp 0 to the
  * reference's own values exactly (ops it runs lane by lane); where: the
@@ -104,30 +115,40 @@ static void check_unary(const tsr_kernel *k, tsr_context *ctx, tsr_unary_op op, 
                   (double)x[at], (double)y[at], (double)want_unary(op, x[at]), (long long)worst, (long long)max_ulp);
 }
 
-START_TEST(unary_whole_range) {
-    /* documented bounds (x86_chain.h); 0 for lane-by-lane reference ops */
-    static const struct {
-        tsr_unary_op op;
-        int64_t max_ulp;
-    } ops[] = {
-        {TSR_UNARY_NEG, 0},     {TSR_UNARY_ABS, 0},        {TSR_UNARY_SQUARE, 0}, {TSR_UNARY_SQRT, 0},
-        {TSR_UNARY_RSQRT, 1},   {TSR_UNARY_RECIPROCAL, 1}, {TSR_UNARY_EXP, 2},    {TSR_UNARY_SIGMOID, 3},
-        {TSR_UNARY_SILU, 3},    {TSR_UNARY_RELU, 0},       {TSR_UNARY_LOG, 0},    {TSR_UNARY_ERF, 2},
-        {TSR_UNARY_TANH, 1},    {TSR_UNARY_GELU_ERF, 6},   {TSR_UNARY_GELU_TANH, 4},
-    };
-    float *x = malloc(sizeof(float) * 80000), *y = malloc(sizeof(float) * 80000);
-    const int n = fill_range(x);
+/* An op and the most ulps it may be off the definition (0: the reference's
+ * own values exactly). */
+typedef struct unary_bound {
+    tsr_unary_op op;
+    int64_t max_ulp;
+} unary_bound;
+
+/* check_unary for each op of ops on x[0..n), on every kernel this CPU runs. */
+static void check_unary_ops(const unary_bound *ops, size_t nops, const float *x, int n, const char *where) {
+    float *y = malloc(sizeof(float) * (size_t)n);
     tsr_context *ctx = NULL;
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
         const tsr_kernel *k = tsr_registry_find(kernels[ki]);
         ck_assert_ptr_nonnull(k);
         if (!usable(k, ctx)) continue;
-        for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
-            check_unary(k, ctx, ops[oi].op, ops[oi].max_ulp, x, y, n, "over the whole range");
+        for (size_t oi = 0; oi < nops; oi++) check_unary(k, ctx, ops[oi].op, ops[oi].max_ulp, x, y, n, where);
     }
     tsr_context_destroy(ctx);
-    free(x), free(y);
+    free(y);
+}
+
+START_TEST(unary_whole_range) {
+    /* documented bounds (x86_chain.h); 0 for lane-by-lane reference ops */
+    static const unary_bound ops[] = {
+        {TSR_UNARY_NEG, 0},     {TSR_UNARY_ABS, 0},        {TSR_UNARY_SQUARE, 0}, {TSR_UNARY_SQRT, 0},
+        {TSR_UNARY_RSQRT, 1},   {TSR_UNARY_RECIPROCAL, 1}, {TSR_UNARY_EXP, 2},    {TSR_UNARY_SIGMOID, 3},
+        {TSR_UNARY_SILU, 3},    {TSR_UNARY_RELU, 0},       {TSR_UNARY_LOG, 0},    {TSR_UNARY_ERF, 2},
+        {TSR_UNARY_TANH, 1},    {TSR_UNARY_GELU_ERF, 6},   {TSR_UNARY_GELU_TANH, 4},
+    };
+    float *x = malloc(sizeof(float) * 80000);
+    const int n = fill_range(x);
+    check_unary_ops(ops, sizeof ops / sizeof ops[0], x, n, "over the whole range");
+    free(x);
 }
 END_TEST
 
@@ -137,22 +158,16 @@ END_TEST
  * the whole-range test samples this region only a few hundred times. */
 START_TEST(gelu_erf_dense_core) {
     enum { STEP = 64, N = 2 * ((0x40800000 - 0x3e800000) / STEP) };
-    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    static const unary_bound ops[] = {{TSR_UNARY_GELU_ERF, 6}};
+    float *x = malloc(sizeof(float) * N);
     int n = 0;
     for (uint32_t b = 0x3e800000; b < 0x40800000; b += STEP) {
         float f;
         memcpy(&f, &b, 4);
         x[n++] = f, x[n++] = -f;
     }
-    tsr_context *ctx = NULL;
-    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
-    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
-        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
-        ck_assert_ptr_nonnull(k);
-        if (usable(k, ctx)) check_unary(k, ctx, TSR_UNARY_GELU_ERF, 6, x, y, n, "with |x| in [1/4, 4]");
-    }
-    tsr_context_destroy(ctx);
-    free(x), free(y);
+    check_unary_ops(ops, 1, x, n, "with |x| in [1/4, 4]");
+    free(x);
 }
 END_TEST
 
@@ -162,25 +177,14 @@ END_TEST
  * straddling 87 the general one; exp overflows at 88.72. */
 START_TEST(exp_family_dense_edges) {
     enum { STEP = 32, HALF = (0x42b40000 - 0x42a00000) / STEP, N = 2 * HALF };
-    static const struct {
-        tsr_unary_op op;
-        int64_t max_ulp;
-    } ops[] = {{TSR_UNARY_EXP, 2}, {TSR_UNARY_SIGMOID, 3}, {TSR_UNARY_SILU, 3}, {TSR_UNARY_TANH, 1}};
-    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    static const unary_bound ops[] = {
+        {TSR_UNARY_EXP, 2}, {TSR_UNARY_SIGMOID, 3}, {TSR_UNARY_SILU, 3}, {TSR_UNARY_TANH, 1}};
+    float *x = malloc(sizeof(float) * N);
     int n = 0;
     for (uint32_t b = 0x42a00000; b < 0x42b40000; b += STEP) memcpy(&x[n++], &b, 4);
     for (int i = 0; i < HALF; i++) x[n++] = -x[i];
-    tsr_context *ctx = NULL;
-    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
-    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
-        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
-        ck_assert_ptr_nonnull(k);
-        if (!usable(k, ctx)) continue;
-        for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++)
-            check_unary(k, ctx, ops[oi].op, ops[oi].max_ulp, x, y, n, "with |x| in [80, 90]");
-    }
-    tsr_context_destroy(ctx);
-    free(x), free(y);
+    check_unary_ops(ops, sizeof ops / sizeof ops[0], x, n, "with |x| in [80, 90]");
+    free(x);
 }
 END_TEST
 
@@ -546,21 +550,15 @@ START_TEST(chain_bf16_pairs) {
     ck_assert_int_eq(tsr_chain_push_scalar(&cp.chain, TSR_BINARY_ADD, 0.25f, 0), TSR_OK);
     cp.operands[0] = g;
     cp.chain.operands[0] = gd;
-    tsr_problem p;
-    memset(&p, 0, sizeof p);
-    p.op = TSR_OP_CHAIN;
     tsr_context *ctx = NULL;
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
-    const tsr_kernel *ref = tsr_registry_find("chain.ref");
-    cp.xp = x, cp.yp = want, p.u.chain = cp;
-    ck_assert_int_eq(ref->run(ctx, &p, NULL), TSR_OK);
+    cp.xp = x, cp.yp = want;
+    run_chain_problem(tsr_registry_find("chain.ref"), ctx, &cp);
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
         const tsr_kernel *k = tsr_registry_find(kernels[ki]);
         if (!usable(k, ctx)) continue;
-        cp.yp = y, p.u.chain = cp;
-        char why[160];
-        ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s", why);
-        ck_assert_int_eq(k->run(ctx, &p, NULL), TSR_OK);
+        cp.yp = y;
+        run_chain_problem(k, ctx, &cp);
         int64_t bad = 0;
         for (int i = 0; i < R * C; i++) {
             const float a = tsr_bf16_to_f32(y[i]), w = tsr_bf16_to_f32(want[i]);
@@ -574,8 +572,7 @@ START_TEST(chain_bf16_pairs) {
         tsr_chain_problem cn = cp;
         tsr_chain_desc_init(&cn.chain);
         ck_assert_int_eq(tsr_chain_push_scalar(&cn.chain, TSR_BINARY_ADD, nan_payload, 0), TSR_OK);
-        p.u.chain = cn;
-        ck_assert_int_eq(k->run(ctx, &p, NULL), TSR_OK);
+        run_chain_problem(k, ctx, &cn);
         for (int i = 0; i < R * C; i++) ck_assert_msg(isnan(tsr_bf16_to_f32(y[i])), "%s: [%d] not NaN", k->name, i);
     }
     tsr_context_destroy(ctx);
@@ -612,24 +609,18 @@ START_TEST(chain_tiles_broadcast) {
     ck_assert_int_eq(tsr_chain_push_tensor(&cp.chain, TSR_BINARY_MAX, &cd, 0), TSR_OK);
     cp.operands[0] = a, cp.operands[1] = b, cp.operands[2] = c;
     cp.chain.operands[0] = ad, cp.chain.operands[1] = bd, cp.chain.operands[2] = cd;
-    tsr_problem p;
-    memset(&p, 0, sizeof p);
-    p.op = TSR_OP_CHAIN;
     tsr_context *ctx = NULL;
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
-    const tsr_kernel *ref = tsr_registry_find("chain.ref");
-    cp.xp = x, cp.yp = want, p.u.chain = cp;
-    ck_assert_int_eq(ref->run(ctx, &p, NULL), TSR_OK);
+    cp.xp = x, cp.yp = want;
+    run_chain_problem(tsr_registry_find("chain.ref"), ctx, &cp);
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
         const tsr_kernel *k = tsr_registry_find(kernels[ki]);
         if (!usable(k, ctx)) continue;
         for (int half = 0; half < 2; half++) {
             tsr_chain_problem cy = cp;
             if (half) cy.y = tsr_tensor_contiguous(TSR_F16, 2, shape);
-            cy.yp = half ? (void *)yh : (void *)y, p.u.chain = cy;
-            char why[160];
-            ck_assert_msg(tsr_kernel_supports(k, &p, ctx, why, sizeof why), "%s", why);
-            ck_assert_int_eq(k->run(ctx, &p, NULL), TSR_OK);
+            cy.yp = half ? (void *)yh : (void *)y;
+            run_chain_problem(k, ctx, &cy);
             int64_t bad = 0;
             for (int i = 0; i < R * C; i++) {
                 const float got = half ? tsr_f16_to_f32(yh[i]) : y[i], tol = half ? 0x1p-10f : 0x1p-21f;
