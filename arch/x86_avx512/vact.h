@@ -15,8 +15,6 @@
  * one exp and no select of an exp(-|x|) form); below, the result is e^x
  * itself (1 + e^x == 1), denormal from -87.3 on and rounded once there. */
 static inline vf sigmoid_full(vf x) {
-    if (VL == 8 && vf_exp_in_normal_range(x))
-        return vf_div(vf_set1(1.0f), vf_add(vf_set1(1.0f), exp_normal(vf_mul(x, vf_set1(-1.0f)))));
     const vf r = vf_div(vf_set1(1.0f), vf_add(vf_set1(1.0f), exp_unchecked(vf_mul(x, vf_set1(-1.0f)))));
     const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
     return vf_any(tail) ? vf_select(tail, r, exp_full(x)) : r;
@@ -27,8 +25,6 @@ static inline vf sigmoid_full(vf x) {
  * 2^64 scale, so the result is rounded once (1 + e^x == 1 there). -inf
  * gives NaN (-inf * 0), as the definition does. */
 static inline vf silu_full(vf x) {
-    if (VL == 8 && vf_exp_in_normal_range(x))
-        return vf_div(x, vf_add(vf_set1(1.0f), exp_normal(vf_mul(x, vf_set1(-1.0f)))));
     const vf r = vf_div(x, vf_add(vf_set1(1.0f), exp_unchecked(vf_mul(x, vf_set1(-1.0f)))));
     const vmask tail = vf_is(x, vf_set1(-87.0f), _CMP_LT_OQ);
     if (!vf_any(tail)) return r;

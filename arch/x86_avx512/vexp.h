@@ -50,7 +50,13 @@ static inline bool vf_exp_in_normal_range(vf x) {
     return !vf_any(vf_is(vf_copysign(x, vf_zero()), vf_set1(87.0f), _CMP_NLE_UQ));
 }
 
-static inline vf exp_normal(vf d);
+/* exp(d) for d in [-87, 88] (or NaN): 2^n normal, applied by one product;
+ * the same bits as exp_scaled(d, 0). */
+static inline vf exp_normal(vf d) {
+    vf n;
+    const vf y = vf_exp_reduced(d, &n);
+    return vf_scale2_normal(y, n);
+}
 
 /* exp of every float. AVX2: vectors within [-87, 87] skip the clamps, the
  * overflow select and the split 2^n (the same bits, some nine operations
@@ -70,14 +76,11 @@ static inline vf exp_unchecked_scaled(vf d, float k) {
     return vf_scale2(y, k != 0.0f ? vf_add(n, vf_set1(k)) : n);
 }
 
-static inline vf exp_unchecked(vf d) { return exp_unchecked_scaled(d, 0.0f); }
-
-/* exp(d) for d in [-87, 88] (or NaN): 2^n normal, applied by one product;
- * the same bits as exp_unchecked. */
-static inline vf exp_normal(vf d) {
-    vf n;
-    const vf y = vf_exp_reduced(d, &n);
-    return vf_scale2_normal(y, n);
+/* exp_unchecked_scaled(d, 0), with exp_full's short form for vectors
+ * within [-87, 87] (sigmoid, silu, softmax rows within 87 of their max). */
+static inline vf exp_unchecked(vf d) {
+    if (VL == 8 && vf_exp_in_normal_range(d)) return exp_normal(d);
+    return exp_unchecked_scaled(d, 0.0f);
 }
 
 /* exp(d) for d <= 0 or -inf (exactly 0), for attention's softmax weights:

@@ -123,13 +123,8 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
         prefetch_next(nx, j, RSTEP);
         vf v[RV];
         load_rv(r->x, xt, xo + j, pairs, v); /* e keeps x's order: pairs stores it back as it came */
-        for (int u = 0; u < RV; u++) v[u] = vf_sub(v[u], mm);
-        /* every x within 87 of the max (the usual row): 2^n is normal, one
-         * product on AVX2 where exp_unchecked splits n in two (same bits) */
-        const vf lo = vf_min(vf_min(v[0], v[1]), vf_min(v[2], v[3])); /* NaN lanes may drop out: either path keeps them */
-        const bool normal = VL == 8 && !vf_any(vf_is(lo, vf_set1(-87.0f), _CMP_LT_OQ));
         for (int u = 0; u < RV; u++) {
-            const vf ev = normal ? exp_normal(v[u]) : exp_unchecked(v[u]);
+            const vf ev = exp_unchecked(vf_sub(v[u], mm));
             vf_store(e + j + u * VL, ev);
             acc[u] = vf_add(acc[u], ev);
         }
