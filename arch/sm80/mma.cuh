@@ -20,6 +20,11 @@ __device__ __forceinline__ void tsr_cp_async16(void *smem, const void *gmem, int
 __device__ __forceinline__ void tsr_cp_async16_s(uint32_t smem, const void *gmem, int src_bytes) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem), "r"(src_bytes));
 }
+/* 16 bytes global -> shared, all of them in bounds: no src-size operand to
+ * compute per chunk */
+__device__ __forceinline__ void tsr_cp_async16_full_s(uint32_t smem, const void *gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem));
+}
 __device__ __forceinline__ void tsr_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N> __device__ __forceinline__ void tsr_cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N));

@@ -185,8 +185,19 @@ template <typename T, int ROWS, int W, int THREADS, bool KMAJ> struct operand_co
     }
     /* issues this thread's chunks of the next k tile into the tile at smem
      * (a shared-space address); a chunk with nothing to read names any valid
-     * address (base, a kernel parameter: no register) */
+     * address (base, a kernel parameter: no register). Where every chunk is
+     * whole (all but the edge tiles), one compare replaces the per-chunk
+     * byte counts: the issue sits in the k loop beside the mmas of warps
+     * that share its scheduler. */
     __device__ __forceinline__ void issue(uint32_t smem, const void *base, int64_t ld) {
+        const int span = (N - 1) * RS;
+        if (KMAJ ? other > span && kleft >= EPC : kleft > span && other >= EPC) {
+            const T *p = src;
+            const int64_t step = (int64_t)RS * ld;
+#pragma unroll
+            for (int it = 0; it < N; it++, p += step) tsr_cp_async16_full_s(smem + dst + it * RS * W * 16, p);
+            return;
+        }
 #pragma unroll
         for (int it = 0; it < N; it++) {
             const int o = KMAJ ? other - it * RS : kleft - it * RS, left = KMAJ ? kleft : other;
@@ -273,6 +284,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     constexpr int B_ROWS = BKM ? BN : BK, B_W = (BKM ? BK : BN) / EPC;
     constexpr uint32_t A_BYTES = BM * BK * ES, STAGE_BYTES = (BM + BN) * BK * ES;
     static_assert(NI % 2 == 0, "B fragments load in pairs");
+    constexpr int B_STEP = KK > 2 ? 1 : 0; /* B's copies issue by the commit at step KK - 2 */
 
     extern __shared__ uint4 smem_raw[];
     const uint32_t smem = tsr_smem_addr(smem_raw);
@@ -357,13 +369,17 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
             /* fragments of the next step: this tile's, or at the last step
              * the next tile's (its stage landed at the barrier below) */
             load_frags((kk + 1) % 2, smem + read * STAGE_BYTES, (kk + 1) % KK);
+            /* into the stage every warp finished reading before the last
+             * barrier: A's chunks at the first step, B's at the second (if
+             * it comes before the commit), so that neither block of address
+             * work stands alone between two steps' mmas */
             if (kk == 0) {
-                /* into the stage every warp finished reading before the last barrier */
-                if (kt + stages - 1 < ktiles) {
-                    ca.issue(smem + write * STAGE_BYTES, g.A, g.lda);
-                    cb.issue(smem + write * STAGE_BYTES + A_BYTES, g.B, g.ldb);
-                }
-                ca.next(g.lda, BK), cb.next(g.ldb, BK);
+                if (kt + stages - 1 < ktiles) ca.issue(smem + write * STAGE_BYTES, g.A, g.lda);
+                ca.next(g.lda, BK);
+            }
+            if (kk == B_STEP) {
+                if (kt + stages - 1 < ktiles) cb.issue(smem + write * STAGE_BYTES + A_BYTES, g.B, g.ldb);
+                cb.next(g.ldb, BK);
                 write = write + 1 == stages ? 0 : write + 1;
             }
 #pragma unroll
