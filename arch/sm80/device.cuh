@@ -70,4 +70,74 @@ __device__ __forceinline__ float tsr_dev_epilogue(const tsr_epilogue &e, float v
     return v;
 }
 
+/* v[i] += scale * p[off + step * col[i]], all NV loads in flight together
+ * (one dtype branch for all). col[0] < n; a value whose column is not
+ * below n reads col[0]'s element instead, so that no load waits behind a
+ * branch, and is never stored. */
+template <typename T, int NV>
+__device__ __forceinline__ void tsr_dev_add_typed_n(float (&v)[NV], const T *p, float scale, int64_t off, int64_t step,
+                                                    const int64_t (&col)[NV], int64_t n) {
+    T raw[NV]; /* loaded first: v may live in local memory, whose stores generic loads cannot pass */
+#pragma unroll
+    for (int i = 0; i < NV; i++) raw[i] = p[off + step * (col[i] < n ? col[i] : col[0])];
+#pragma unroll
+    for (int i = 0; i < NV; i++) v[i] += scale * tsr_to_f32(raw[i]);
+}
+template <int NV>
+__device__ __forceinline__ void tsr_dev_add_n(float (&v)[NV], const void *p, tsr_dtype t, float scale, int64_t off,
+                                              int64_t step, const int64_t (&col)[NV], int64_t n) {
+    switch (t) {
+    case TSR_F32: tsr_dev_add_typed_n(v, (const float *)p, scale, off, step, col, n); break;
+    case TSR_F16: tsr_dev_add_typed_n(v, (const __half *)p, scale, off, step, col, n); break;
+    case TSR_BF16: tsr_dev_add_typed_n(v, (const __nv_bfloat16 *)p, scale, off, step, col, n); break;
+    default:
+#pragma unroll 1
+        for (int i = 0; i < NV; i++)
+            v[i] += scale * tsr_dev_load(p, t, off + step * (col[i] < n ? col[i] : col[0]));
+    }
+}
+
+/* p[off + col[i]] = v[i] for the values whose column is below n. */
+template <typename T, int NV>
+__device__ __forceinline__ void tsr_dev_store_typed_n(T *p, int64_t off, const float (&v)[NV], const int64_t (&col)[NV],
+                                                      int64_t n) {
+#pragma unroll
+    for (int i = 0; i < NV; i++)
+        if (col[i] < n) p[off + col[i]] = tsr_from_f32<T>(v[i]);
+}
+template <int NV>
+__device__ __forceinline__ void tsr_dev_store_n(void *p, tsr_dtype t, int64_t off, const float (&v)[NV],
+                                                const int64_t (&col)[NV], int64_t n) {
+    switch (t) {
+    case TSR_F16: tsr_dev_store_typed_n((__half *)p, off, v, col, n); break;
+    case TSR_BF16: tsr_dev_store_typed_n((__nv_bfloat16 *)p, off, v, col, n); break;
+    default: tsr_dev_store_typed_n((float *)p, off, v, col, n); break;
+    }
+}
+
+/* tsr_dev_epilogue on NV values of one output row (b, row), value i at
+ * column col[i], col[0] < n; values at columns >= n are not to be stored.
+ * Step by step over all NV values, so that a step's loads (bias, residual)
+ * are independent and in flight together: one value at a time waits out a
+ * global load's latency per value. The activations run in a loop, not
+ * unrolled: inlined NV times each, they made the function 84 KB in every
+ * kernel that calls it. */
+template <int NV>
+__device__ __forceinline__ void tsr_dev_epilogue_n(const tsr_epilogue &e, float (&v)[NV], const int64_t (&col)[NV],
+                                                   int64_t n, bool bias_along_m, int64_t b, int64_t row) {
+#pragma unroll 1
+    for (int k = 0; k < TSR_MAX_EPILOGUE_STEPS; k++) {
+        if (k >= e.num_steps) break;
+        const tsr_epilogue_step &s = e.steps[k];
+        if (s.op == TSR_EPI_ACTIVATION) {
+#pragma unroll 1
+            for (int i = 0; i < NV; i++) v[i] = tsr_dev_activation(s.activation, v[i]);
+        } else if (s.op == TSR_EPI_BIAS) {
+            tsr_dev_add_n(v, s.data, s.dtype, 1.0f, bias_along_m ? row : 0, bias_along_m ? 0 : 1, col, n);
+        } else {
+            tsr_dev_add_n(v, s.data, s.dtype, s.scale, b * s.batch_stride + row * s.ld, 1, col, n);
+        }
+    }
+}
+
 #endif

@@ -70,6 +70,28 @@ __device__ __noinline__ void store_out(const gemm_args &g, int64_t b, int64_t ro
     tsr_dev_store(g.C, g.c_dtype, ci, v);
 }
 
+/* alpha, beta, the epilogue and the stores of a tensor-core thread's NV
+ * values in one output row, value i at column col0 + (i / 2) * 8 + i % 2
+ * (its column pairs across the warp tile). Out of line, once per NV: the
+ * loads (C for beta, the bias, a residual) of all NV values go out before
+ * the first is used, where store_out per value waited for each in turn. */
+template <int NV>
+__device__ __noinline__ void store_out_row(const gemm_args &g, int64_t b, int64_t row, int64_t col0,
+                                           const float (&acc)[NV]) {
+    if (row >= g.M || col0 >= g.N) return;
+    const int64_t base = b * g.sc + row * g.ldc;
+    int64_t col[NV];
+    float v[NV];
+#pragma unroll
+    for (int i = 0; i < NV; i++) {
+        col[i] = col0 + (i >> 1) * 8 + (i & 1);
+        v[i] = g.alpha * acc[i];
+    }
+    if (g.beta != 0.0f) tsr_dev_add_n(v, g.C, g.c_dtype, g.beta, base, 1, col, g.N);
+    tsr_dev_epilogue_n(g.epi, v, col, g.N, g.bias_along_m, b, row);
+    tsr_dev_store_n(g.C, g.c_dtype, base, v, col, g.N);
+}
+
 /* int8 results as the reference: the int32 accumulator wraps; alpha/beta
  * other than (1, 0|1) are applied in double, rounded to even, saturated. */
 __device__ int32_t i32_result(int32_t acc, int32_t c, float alpha, float beta) {
@@ -396,6 +418,21 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     }
     tsr_cp_async_wait<0>();
 
+    if constexpr (ES == 2) {
+        if (g.split == 1 && (g.beta != 0.0f || g.epi.num_steps != 0)) {
+#pragma unroll
+            for (int mi = 0; mi < MI; mi++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float v[2 * NI];
+#pragma unroll
+                    for (int ni = 0; ni < NI; ni++) v[2 * ni] = acc[mi][ni][2 * h], v[2 * ni + 1] = acc[mi][ni][2 * h + 1];
+                    store_out_row<2 * NI>(g, b, m0 + wm * WM + mi * 16 + (lane >> 2) + 8 * h,
+                                          n0 + wn * WN + (lane & 3) * 2, v);
+                }
+            return;
+        }
+    }
 #pragma unroll
     for (int mi = 0; mi < MI; mi++)
 #pragma unroll
