@@ -54,24 +54,9 @@ __device__ __forceinline__ float tsr_dev_activation(tsr_activation act, float x)
     }
 }
 
-/* The epilogue's steps on one value of output (b, row, col); bias_idx is the
- * column, or the row when a column-major call made the bias run along m.
- * Residual ld and batch_stride are resolved by the op front. */
-__device__ __forceinline__ float tsr_dev_epilogue(const tsr_epilogue &e, float v, int64_t bias_idx,
-                                                  int64_t b, int64_t row, int64_t col) {
-#pragma unroll 1
-    for (int i = 0; i < TSR_MAX_EPILOGUE_STEPS; i++) {
-        if (i >= e.num_steps) break;
-        const tsr_epilogue_step &s = e.steps[i];
-        if (s.op == TSR_EPI_BIAS) v += tsr_dev_load(s.data, s.dtype, bias_idx);
-        else if (s.op == TSR_EPI_ACTIVATION) v = tsr_dev_activation(s.activation, v);
-        else v += s.scale * tsr_dev_load(s.data, s.dtype, b * s.batch_stride + row * s.ld + col);
-    }
-    return v;
-}
-
 /* v[i] += scale * p[off + step * col[i]], all NV loads in flight together
- * (one dtype branch for all). col[0] < n; a value whose column is not
+ * (one dtype branch for all: f32, f16 or bf16, the dtypes C and
+ * tsr_epilogue_check allow). col[0] < n; a value whose column is not
  * below n reads col[0]'s element instead, so that no load waits behind a
  * branch, and is never stored. */
 template <typename T, int NV>
@@ -87,13 +72,9 @@ template <int NV>
 __device__ __forceinline__ void tsr_dev_add_n(float (&v)[NV], const void *p, tsr_dtype t, float scale, int64_t off,
                                               int64_t step, const int64_t (&col)[NV], int64_t n) {
     switch (t) {
-    case TSR_F32: tsr_dev_add_typed_n(v, (const float *)p, scale, off, step, col, n); break;
     case TSR_F16: tsr_dev_add_typed_n(v, (const __half *)p, scale, off, step, col, n); break;
     case TSR_BF16: tsr_dev_add_typed_n(v, (const __nv_bfloat16 *)p, scale, off, step, col, n); break;
-    default:
-#pragma unroll 1
-        for (int i = 0; i < NV; i++)
-            v[i] += scale * tsr_dev_load(p, t, off + step * (col[i] < n ? col[i] : col[0]));
+    default: tsr_dev_add_typed_n(v, (const float *)p, scale, off, step, col, n); break;
     }
 }
 
@@ -115,8 +96,11 @@ __device__ __forceinline__ void tsr_dev_store_n(void *p, tsr_dtype t, int64_t of
     }
 }
 
-/* tsr_dev_epilogue on NV values of one output row (b, row), value i at
+/* The epilogue's steps on NV values of one output row (b, row), value i at
  * column col[i], col[0] < n; values at columns >= n are not to be stored.
+ * The bias of value i is bias[bias_off + bias_step * col[i]] (the column;
+ * the row when a column-major call made the bias run along m; a conv's
+ * channel). Residual ld and batch_stride are resolved by the op front.
  * Step by step over all NV values, so that a step's loads (bias, residual)
  * are independent and in flight together: one value at a time waits out a
  * global load's latency per value. The activations run in a loop, not
@@ -124,7 +108,8 @@ __device__ __forceinline__ void tsr_dev_store_n(void *p, tsr_dtype t, int64_t of
  * kernel that calls it. */
 template <int NV>
 __device__ __forceinline__ void tsr_dev_epilogue_n(const tsr_epilogue &e, float (&v)[NV], const int64_t (&col)[NV],
-                                                   int64_t n, bool bias_along_m, int64_t b, int64_t row) {
+                                                   int64_t n, int64_t bias_off, int64_t bias_step, int64_t b,
+                                                   int64_t row) {
 #pragma unroll 1
     for (int k = 0; k < TSR_MAX_EPILOGUE_STEPS; k++) {
         if (k >= e.num_steps) break;
@@ -133,11 +118,20 @@ __device__ __forceinline__ void tsr_dev_epilogue_n(const tsr_epilogue &e, float 
 #pragma unroll 1
             for (int i = 0; i < NV; i++) v[i] = tsr_dev_activation(s.activation, v[i]);
         } else if (s.op == TSR_EPI_BIAS) {
-            tsr_dev_add_n(v, s.data, s.dtype, 1.0f, bias_along_m ? row : 0, bias_along_m ? 0 : 1, col, n);
+            tsr_dev_add_n(v, s.data, s.dtype, 1.0f, bias_off, bias_step, col, n);
         } else {
             tsr_dev_add_n(v, s.data, s.dtype, s.scale, b * s.batch_stride + row * s.ld, 1, col, n);
         }
     }
+}
+
+/* The epilogue on one value of output (b, row, col), its bias at bias_idx. */
+__device__ __forceinline__ float tsr_dev_epilogue(const tsr_epilogue &e, float v, int64_t bias_idx,
+                                                  int64_t b, int64_t row, int64_t col) {
+    float one[1] = {v};
+    const int64_t at[1] = {col};
+    tsr_dev_epilogue_n(e, one, at, col + 1, bias_idx, 0, b, row);
+    return one[0];
 }
 
 #endif

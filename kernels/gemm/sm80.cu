@@ -88,7 +88,7 @@ __device__ __noinline__ void store_out_row(const gemm_args &g, int64_t b, int64_
         v[i] = g.alpha * acc[i];
     }
     if (g.beta != 0.0f) tsr_dev_add_n(v, g.C, g.c_dtype, g.beta, base, 1, col, g.N);
-    tsr_dev_epilogue_n(g.epi, v, col, g.N, g.bias_along_m, b, row);
+    tsr_dev_epilogue_n(g.epi, v, col, g.N, g.bias_along_m ? row : 0, g.bias_along_m ? 0 : 1, b, row);
     tsr_dev_store_n(g.C, g.c_dtype, base, v, col, g.N);
 }
 
