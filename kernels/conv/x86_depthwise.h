@@ -729,16 +729,14 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
     const int64_t es = dw_x_size(j->x_dtype), cvecs = (d->c + VL - 1) / VL, NP = d->n * j->P;
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t step = k.pair ? NV : 1, blocks = (cvecs + step - 1) / step; /* a pair tile takes NV vectors */
-    /* channel groups: as many as rows fall short of 4 per thread, and at
-     * batch 1 with a filter to pack one per thread if each takes 8 vectors
-     * or more (a thread then packs its own channels only: packing all of
-     * it in each, a 14x14x384 layer took 13.5 us against 10.1; groups of
-     * 1-6 vectors ran 0.46-0.74x as fast as rows split). That was AVX-512
-     * on Zen 4; AVX2 on Zen 3 (two threads) runs rows split with the whole
-     * filter packed in each thread faster: 28x28x192 24-25 -> 35 GFLOP/s,
-     * 14x14x576 14-22 -> 30-31, 7x7x960 14-19 -> 18-20 */
+    /* channel groups: as many as rows fall short of 4 per thread. Rows are
+     * split among the threads, each packing the whole filter, where a group
+     * per thread had packed only its own channels: on Zen 3 (AVX2, two
+     * threads) 28x28x192 24-25 -> 35 GFLOP/s, 14x14x576 14-22 -> 30-31,
+     * 7x7x960 14-19 -> 18-20; on Zen 4 (AVX-512, two threads, 4 runs
+     * alternated, per call) 14x14x384 24 -> 119, 14x14x576 23 -> 129, its
+     * stride-2 23 -> 63, 7x7x960 30 -> 62, bf16 alike (33 -> 93-102) */
     int64_t groups = (4 * (int64_t)nt + NP - 1) / NP;
-    if (VL == 16 && w && d->n == 1 && groups < nt && cvecs >= 8 * (int64_t)nt) groups = nt;
     groups = groups > blocks ? blocks : groups;
     /* chunks: as many vectors (whole steps, two at least) as keep the r
      * input rows under DW_L1_ROWS. AVX2 takes every vector at once: its
@@ -752,37 +750,26 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
     const int64_t units = groups * NP, u0 = units * t / nt, u1 = units * (t + 1) / nt;
     /* group g: the steps from g * blocks / groups, in equal chunks */
 #define DW_GROUP_VEC(g) ((g) * blocks / groups * step)
-    /* The units' order. AVX-512 takes them group by group, each thread
-     * packing only its groups' channels. AVX2 takes them row by row, a
-     * thread's rows whole but for the two at its ends: threads whose
-     * channel halves of every pixel lay side by side ran both at half
-     * speed in one process of two (Zen 3 VM, two threads, 7x7x960: 55 K
-     * cycles a thread a call against 28 K, 14x14x576 stride 2 alike,
-     * oneDNN's rate unchanged beside them), rows never did. Its threads
-     * pack every channel they touch, all of them but where a thread's
-     * units lie in one row. */
-    const bool row_major = VL == 8;
+    /* The units' order: row by row, a thread's rows whole but for the two
+     * at its ends. Threads whose channel halves of every pixel lay side by
+     * side ran both at half speed in one process of two (Zen 3 VM, two
+     * threads, 7x7x960: 55 K cycles a thread a call against 28 K,
+     * 14x14x576 stride 2 alike, oneDNN's rate unchanged beside them); rows
+     * never did. Threads pack every channel they touch, all of them but
+     * where a thread's units lie in one row. */
     if (w && u0 < u1) {
-        int64_t v_lo = DW_GROUP_VEC(u0 / NP), v_hi = DW_GROUP_VEC((u1 - 1) / NP + 1);
-        if (row_major) {
-            const bool one_row = u0 / groups == (u1 - 1) / groups;
-            v_lo = one_row ? DW_GROUP_VEC(u0 % groups) : 0;
-            v_hi = one_row ? DW_GROUP_VEC((u1 - 1) % groups + 1) : blocks * step;
-        }
+        const bool one_row = u0 / groups == (u1 - 1) / groups;
+        const int64_t v_lo = one_row ? DW_GROUP_VEC(u0 % groups) : 0,
+                      v_hi = one_row ? DW_GROUP_VEC((u1 - 1) % groups + 1) : blocks * step;
         jt.wp = bufs + t * d->r * d->s * d->c;
         pack_depthwise(d, w, (float *)jt.wp, v_lo * VL, v_hi * VL < d->c ? v_hi * VL : d->c);
     }
     for (int64_t u = u0; u < u1;) {
-        int64_t row, len, v0, v1, per_row; /* rows row .. row + len - 1 of n * P, vectors v0 .. v1; units a row */
-        if (!row_major) {
-            const int64_t grp = u / NP;
-            row = u % NP, v0 = DW_GROUP_VEC(grp), v1 = DW_GROUP_VEC(grp + 1), len = u1 - u, per_row = 1;
-        } else {
-            row = u / groups;
-            const int64_t g_lo = u % groups, g_hi = u1 - row * groups < groups ? u1 - row * groups : groups;
-            v0 = DW_GROUP_VEC(g_lo), v1 = DW_GROUP_VEC(g_hi), per_row = g_hi - g_lo;
-            len = per_row < groups ? 1 : (u1 - u) / groups; /* a row's part, or whole rows */
-        }
+        /* rows row .. row + len - 1 of n * P, vectors v0 .. v1, per_row units a row */
+        const int64_t row = u / groups;
+        const int64_t g_lo = u % groups, g_hi = u1 - row * groups < groups ? u1 - row * groups : groups;
+        const int64_t v0 = DW_GROUP_VEC(g_lo), v1 = DW_GROUP_VEC(g_hi), per_row = g_hi - g_lo;
+        int64_t len = per_row < groups ? 1 : (u1 - u) / groups; /* a row's part, or whole rows */
         /* rows per block: their input rows, these channels, within DW_L2_ROWS */
         const int64_t rb = DW_L2_ROWS / (d->stride_h * d->w * (v1 - v0) * VL * es);
         const int64_t n = row / j->P, oh0 = row % j->P;
