@@ -1160,13 +1160,18 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     j.pw_fast = pointwise_fast_of(&j);
     j.row_tiles = !dw && !j.pw_fast && row_tiles_of(&j);
     const int64_t x_es = xf ? 4 : (int64_t)tsr_dtype_size(d->x_dtype);
-    /* depthwise rows are not fetched ahead on AMD: four instructions a line
-     * (a fifth of a 112x112x96 stride-2 layer's) for no gain, its L3 and
-     * hardware prefetchers keeping up (Zen 3, two threads, against oneDNN
-     * in the same process: batch 1 0.75-0.83x -> 0.93x; batch 32, from
-     * memory, 56x56x144 stride 1 and 2 alike within the noise) */
+    /* depthwise rows are not fetched ahead on AMD without AVX-512: four
+     * instructions a line (a fifth of a 112x112x96 stride-2 layer's) for
+     * no gain, its L3 and hardware prefetchers keeping up (Zen 3, two
+     * threads, against oneDNN in the same process: batch 1 0.75-0.83x ->
+     * 0.93x; batch 32, from memory, 56x56x144 stride 1 and 2 alike within
+     * the noise). On Zen 4 (AVX-512, two threads, MobileNet-v2 at batch 32,
+     * 2 runs alternated) they pay: 56x56x144 f32 32 -> 82 GFLOP/s, bf16 29
+     * -> 50, stride 2 bf16 22 -> 48, 28x28x192 bf16 65 -> 130; 7x7x960
+     * f32 157 -> 147, within this VM's noise (bf16, not fetched, moved as
+     * much) */
     j.prefetch_x = xn * x_es > (4 << 20) &&
-                   (dw ? !ctx->cpu_amd : j.pointwise && d->c * x_es <= FETCH_PIXEL_BYTES);
+                   (dw ? !ctx->cpu_amd || VL == 16 : j.pointwise && d->c * x_es <= FETCH_PIXEL_BYTES);
     const nhwc_call call = {cp, s, &j, xf, buf, xn, dw, in_place, packed != NULL};
     /* One thread runs it without a region of its own (libgomp's if (false)
      * one costs ~0.3 us), unless the caller is inside one: the work's loops
