@@ -142,9 +142,9 @@ static const conv_case cases[] = {
     {2, 24, 9, 29, 24, 3, 3, 2, 1, 3, 2, 1, 1, 2, 1, 24, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
     {1, 16, 2, 19, 16, 3, 3, 1, 2, 2, 2, 1, 1, 2, 1, 16, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
     /* batch 1 with a filter packed per call and 16+ vectors, 5 output
-     * rows: 2 channel groups a row, each thread packing the channels it
-     * touches (17 vectors, the last ragged; bf16 pairs in groups of whole
-     * pairs) */
+     * rows: channel groups a row (2 on two threads, 3 on three), each
+     * thread packing the channels it touches (17 vectors, the last ragged;
+     * bf16 pairs in groups of whole pairs) */
     {1, 260, 5, 9, 260, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 260, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
     /* 7 output rows, work enough for 2 and 3 threads: rows split, a
      * thread's first or last one in part (2 channel groups), each

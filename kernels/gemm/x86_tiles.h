@@ -49,6 +49,7 @@ enum { TSR_SPLIT_NONE, TSR_SPLIT_COLUMNS, TSR_SPLIT_ROWS };
 /* The largest of nt contiguous shares of ext in panels of unit (a ragged
  * last panel counted as what it holds), times nt / ext: 1 when even. */
 static inline double tsr_split_worst(int64_t ext, int64_t unit, int nt) {
+    if (ext <= 0) return 1.0;
     const int64_t panels = (ext + unit - 1) / unit;
     int64_t most = 0;
     for (int t = 0; t < nt; t++) {
