@@ -11,6 +11,8 @@ order alternates so that neither always runs after the other.
 GEMM summaries (--op gemm): tessera's GFLOP/s and its ratio to oneDNN.
 Conv summaries (--op conv): per call and packed once, and both ratios to
 oneDNN with its weights prepacked.
+Row-op summaries (--op rowwise): GB/s, % of memcpy in the same process, and
+the ratio to oneDNN's primitive.
 """
 import collections
 import re
@@ -36,12 +38,20 @@ def conv_row(f):
         return None
 
 
+def rowwise_row(f):
+    """case -> (GB/s, % of memcpy, ratio to oneDNN), from a row-op summary line."""
+    if len(f) < 6 or not re.match(r'^[a-z_]+/(f32|bf16)/rows/', f[0]):
+        return None
+    nan = float('nan')
+    return f[0], (float(f[1]), float(f[3].rstrip('%')), float(f[5].rstrip('x')) if f[5] != '-' else nan)
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     base, new, rounds, args = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
-    conv = 'conv' in args
-    parse = conv_row if conv else gemm_row
+    conv, rows = 'conv' in args, 'rowwise' in args
+    parse = conv_row if conv else rowwise_row if rows else gemm_row
     res = collections.defaultdict(lambda: {'base': [], 'new': []})
     for r in range(rounds):
         for name in (('base', 'new') if r % 2 == 0 else ('new', 'base')):
@@ -51,7 +61,8 @@ def main():
                 row = parse(line.split())
                 if row:
                     res[row[0]][name].append(row[1])
-    cols = (['call', 'packed', 'call/any', 'pk/any'] if conv else ['rate', 'vs dnn'])
+    cols = (['call', 'packed', 'call/any', 'pk/any'] if conv else ['GB/s', '% copy', 'vs dnn'] if rows else
+            ['rate', 'vs dnn'])
     print(f"{'case':34s} " + ' '.join(f'{c + " b":>10s} {c + " n":>10s}' for c in cols))
     for case, v in res.items():
         if not v['base'] or not v['new']:

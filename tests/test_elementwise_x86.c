@@ -171,6 +171,69 @@ START_TEST(gelu_erf_dense_core) {
 }
 END_TEST
 
+/* Bit patterns of a 16-bit float as a count along the number line (±0
+ * alike), so neighbours differ by 1. */
+static int32_t half_key(uint16_t b) { return b & 0x8000 ? -(int32_t)(b & 0x7fff) : (int32_t)b; }
+
+/* gelu_erf alone into a bf16 or f16 y, where the chains take its narrow
+ * form (1e-5 relative, x86_chain.h): every value within 1 ulp of y's
+ * type of the definition rounded to it (NaN where that is NaN). x: every
+ * bf16 pattern as a bf16 x, and as f32 x the whole-range spread plus |x|
+ * in [1/4, 4] densely; at least 99% of them rounded exactly so. */
+START_TEST(gelu_erf_16bit_outputs) {
+    enum { NB = 65536, NF = 80000 + 2 * ((0x40800000 - 0x3e800000) / 512) };
+    uint16_t *xb = malloc(2 * NB), *y = malloc(2 * NF);
+    float *xf = malloc(sizeof(float) * NF);
+    for (int i = 0; i < NB; i++) xb[i] = (uint16_t)i;
+    int nf = fill_range(xf);
+    for (uint32_t b = 0x3e800000; b < 0x40800000; b += 512) {
+        float f;
+        memcpy(&f, &b, 4);
+        xf[nf++] = f, xf[nf++] = -f;
+    }
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+        const tsr_kernel *k = tsr_registry_find(kernels[ki]);
+        if (!usable(k, ctx)) continue;
+        for (int run = 0; run < 3; run++) { /* bf16 x into bf16 y; f32 x into bf16 y, into f16 y */
+            const tsr_dtype yt = run == 2 ? TSR_F16 : TSR_BF16;
+            const int64_t n = run == 0 ? NB : nf;
+            tsr_chain_problem cp;
+            memset(&cp, 0, sizeof cp);
+            cp.x = tsr_tensor_contiguous(run == 0 ? TSR_BF16 : TSR_F32, 1, &n);
+            cp.y = tsr_tensor_contiguous(yt, 1, &n);
+            tsr_chain_desc_init(&cp.chain);
+            tsr_chain_push_unary(&cp.chain, TSR_UNARY_GELU_ERF);
+            cp.xp = run == 0 ? (const void *)xb : (const void *)xf, cp.yp = y;
+            run_chain_problem(k, ctx, &cp);
+            int64_t exact = 0, worst = 0, at = 0;
+            for (int64_t i = 0; i < n; i++) {
+                const float xi = run == 0 ? tsr_bf16_to_f32(xb[i]) : xf[i];
+                const float w = want_unary(TSR_UNARY_GELU_ERF, xi);
+                const uint16_t wb = yt == TSR_F16 ? tsr_f32_to_f16(w) : tsr_f32_to_bf16(w);
+                const float got = yt == TSR_F16 ? tsr_f16_to_f32(y[i]) : tsr_bf16_to_f32(y[i]);
+                int64_t d = isnan(w) || isnan(got) ? (isnan(w) && isnan(got) ? 0 : INT64_MAX)
+                                                   : llabs((long long)half_key(y[i]) - half_key(wb));
+                exact += d == 0;
+                if (d > worst) worst = d, at = i;
+            }
+            printf("elementwise_x86: %s gelu_erf %s x into %s y: max %lld ulp, %.4f%% exact over %lld values\n",
+                   k->name, run == 0 ? "bf16" : "f32", yt == TSR_F16 ? "f16" : "bf16", (long long)worst,
+                   100.0 * (double)exact / (double)n, (long long)n);
+            ck_assert_msg(worst <= 1, "%s run %d at x = %a: %lld ulp", k->name, run,
+                          (double)(run == 0 ? tsr_bf16_to_f32(xb[at]) : xf[at]), (long long)worst);
+            /* 1e-5 puts ~0.3% of bf16 values across a rounding boundary;
+             * an error of 1e-4 (still under 1 bf16 ulp) would put ~5% */
+            ck_assert_msg(exact >= n - n / 100, "%s run %d: only %lld of %lld exact", k->name, run, (long long)exact,
+                          (long long)n);
+        }
+    }
+    tsr_context_destroy(ctx);
+    free(xb), free(y), free(xf);
+}
+END_TEST
+
 /* exp, sigmoid, silu and tanh densely for |x| in [80, 90], each sign in
  * its own ascending sweep: on AVX2 vectors wholly within [-87, 87] take
  * exp's short form (one product for 2^n, no clamp), those past it or
@@ -640,6 +703,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, unary_whole_range);
     tcase_add_test(tc, gelu_erf_dense_core);
+    tcase_add_test(tc, gelu_erf_16bit_outputs);
     tcase_add_test(tc, exp_family_dense_edges);
     tcase_add_test(tc, binary_whole_range);
     tcase_add_test(tc, row_kernels);

@@ -23,7 +23,11 @@
  *   exp 2, sigmoid 3, silu 3, tanh 1, erf 2, gelu_erf 6, gelu_tanh 4
  * (the most seen over every 13th float pattern of |x| <= 20, 169 million
  * values, and over tests/test_elementwise_x86.c's spread of the whole
- * range, which holds the kernels to them).
+ * range, which holds the kernels to them). gelu_erf as the last step
+ * before a bf16 or f16 y takes a 1e-5 form where it can (|x| <= 3): the
+ * result is within 1 ulp of y's type of the definition rounded to it
+ * (every bf16 x tested; 99.8% exactly so), and bf16 gelu_erf out of
+ * cache is 1.4x faster than through the f32-exact form.
  * log and pow run lane by lane through the reference's own definitions
  * (tsr_unary_ref, tsr_binary_ref), still fused in the same pass. */
 #include <math.h>
@@ -61,6 +65,16 @@ static inline vf lanes_unary(tsr_unary_op op, vf x) {
 #endif
 #define EACH(expr) for (int u = 0; u < NV; u++) x[u] = (expr)
 
+/* gelu_erf: the short forms for vectors whose every lane is within 3,
+ * the narrow one (1e-5) where the result is rounded to bf16 or f16 next. */
+static inline __attribute__((always_inline)) void apply_gelu_erf(vf *x, bool narrow) {
+    bool small = true;
+    for (int u = 0; u < NV; u++) small = small && gelu_erf_small_ok(x[u]);
+    if (small && narrow) EACH(gelu_erf_narrow(x[u]));
+    else if (small) EACH(gelu_erf_small(x[u]));
+    else EACH(gelu_erf_full(x[u]));
+}
+
 static inline __attribute__((always_inline)) void apply_unary(tsr_unary_op op, vf *x) {
     const vf one = vf_set1(1.0f);
     switch (op) {
@@ -77,13 +91,7 @@ static inline __attribute__((always_inline)) void apply_unary(tsr_unary_op op, v
     case TSR_UNARY_RELU: EACH(vf_relu(x[u])); break;
     case TSR_UNARY_TANH: EACH(tanh_full(x[u])); break;
     case TSR_UNARY_ERF: EACH(erf_full(x[u])); break;
-    case TSR_UNARY_GELU_ERF: {
-        bool small = true;
-        for (int u = 0; u < NV; u++) small = small && gelu_erf_small_ok(x[u]);
-        if (small) EACH(gelu_erf_small(x[u]));
-        else EACH(gelu_erf_full(x[u]));
-        break;
-    }
+    case TSR_UNARY_GELU_ERF: apply_gelu_erf(x, false); break;
     case TSR_UNARY_GELU_TANH: EACH(gelu_tanh_full(x[u])); break;
     default: EACH(lanes_unary(op, x[u])); break;
     }
@@ -205,6 +213,16 @@ static inline __attribute__((always_inline)) void tile_unary_op(const tsr_unary_
     }
 }
 
+/* gelu_erf as a chain's last step before a bf16 or f16 y. */
+static void tile_gelu_erf_narrow(const float *src, float *dst, int n) {
+    for (int i = 0; i < n; i += NV * VL) {
+        vf x[NV];
+        for (int u = 0; u < NV; u++) x[u] = vf_load(src + i + u * VL);
+        apply_gelu_erf(x, true);
+        for (int u = 0; u < NV; u++) vf_store(dst + i + u * VL, x[u]);
+    }
+}
+
 #define UNARY_CASE(op) \
     case op: tile_unary_op(op, src, dst, n); break
 static void tile_unary(tsr_unary_op op, const float *src, float *dst, int n) {
@@ -310,10 +328,13 @@ static void run_tile(const tsr_chain_desc *ch, const chain_view *v, const int64_
     }
     float *const yt = (float *)v->base[0] + off[0] + j; /* y itself, where f32 and written in place */
     const bool y_direct = v->dtype[0] == TSR_F32 && !v->stream_y && cnt == n;
+    const bool narrow_y = v->dtype[0] == TSR_BF16 || v->dtype[0] == TSR_F16;
     for (int s = 0; s < ch->num_steps; s++) {
         const tsr_chain_step *st = &ch->steps[s];
         float *dst = s == ch->num_steps - 1 && y_direct ? yt : buf;
-        if (st->kind == TSR_STEP_UNARY) {
+        if (st->kind == TSR_STEP_UNARY && st->unary == TSR_UNARY_GELU_ERF && s == ch->num_steps - 1 && narrow_y) {
+            tile_gelu_erf_narrow(src, dst, n);
+        } else if (st->kind == TSR_STEP_UNARY) {
             tile_unary(st->unary, src, dst, n);
         } else if (st->kind == TSR_STEP_TENSOR || st->kind == TSR_STEP_TENSOR_LEFT) {
             const int k = 2 + st->operand;
