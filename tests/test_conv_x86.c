@@ -174,11 +174,21 @@ static const conv_case cases[] = {
      * residual (35 pixels, 45 channels: ragged tiles and panels) */
     {2, 18, 5, 7, 45, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
     {1, 34, 3, 3, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
-    /* bf16 with odd channels in one group: a zero channel padded in for
-     * the pairs (a 3-channel 7x7 stride-2 stem, an OIHW 5x3, a 1x1) */
+    /* bf16 with odd channels in one group, each filter row one run of S x
+     * C values per pixel, its last value alone (x86_stem_bf16.h): a
+     * 3-channel 7x7 stride-2 stem (tiles inside, at the edges, across rows
+     * and images), an OIHW 5x3, a 1x1, one channel with dilation_h 2 and
+     * pads past it, a run of 63 (the most: 32 pairs) over 3 panels; a zero
+     * channel padded in for the pairs where the runs do not fit: 65 values,
+     * 13 filter rows, dilation_w 2 */
     {2, 3, 23, 21, 36, 7, 7, 2, 2, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
     {1, 7, 9, 8, 17, 5, 3, 1, 2, 2, 1, 0, 2, 1, 1, 1, TSR_NCHW, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS, 0},
     {1, 5, 4, 5, 37, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
+    {2, 1, 11, 19, 20, 5, 5, 1, 1, 4, 4, 3, 3, 2, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 9, 12, 26, 70, 3, 7, 1, 2, 1, 1, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 13, 6, 9, 24, 3, 5, 1, 1, 1, 1, 2, 2, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {1, 3, 15, 6, 16, 13, 1, 1, 1, 6, 6, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {1, 5, 8, 12, 16, 3, 3, 1, 1, 2, 2, 2, 2, 1, 2, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_F32, EPI_RES, 0},
     /* f32 1x1 on whole panels (AVX2: pointwise_fast_tile, its k loop in
      * assembly four channels a round): channels a round and a remainder
      * (37, 130), a remainder alone (3), whole rounds (64, 8); tiles of 6
@@ -307,6 +317,52 @@ START_TEST(front_and_errors) {
     ck_assert_int_eq(tsr_conv2d(ctx, &d, x, w, y), TSR_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(tsr_last_error(), "groups (3) does not divide k (4)"), "%s", tsr_last_error());
     tsr_context_destroy(ctx);
+}
+END_TEST
+
+/* The bf16 stem takes each pixel's run of S x C values from x itself and
+ * its last value alone (x86_stem_bf16.h): the value after the run, the
+ * next pixel's first channel, must not enter the sum, not even as inf or
+ * NaN times a zero weight. A 7x7 stride-2 3-channel stem whose x holds
+ * an inf and a NaN in the first channel of pixels just past some outputs'
+ * runs; every output is the reference's (non-finite exactly where the
+ * reference's is, those of equal sign where inf). Through dispatch: the
+ * stem tiles where the CPU has AVX512_BF16, else whatever runs. */
+START_TEST(stem_run_ends) {
+    enum { H = 16, W = 16, C = 3, K = 32, P = 8, Q = 8 };
+    tsr_context *ctx = NULL, *ref = tt_ref_context();
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    tsr_conv2d_desc d;
+    tsr_conv2d_desc_init(&d);
+    d.n = 1, d.c = C, d.h = H, d.w = W, d.k = K, d.r = d.s = 7, d.stride_h = d.stride_w = 2;
+    d.pad_top = d.pad_bottom = d.pad_left = d.pad_right = 3;
+    d.x_dtype = d.w_dtype = TSR_BF16;
+    uint16_t x[H * W * C], w[K * 7 * 7 * C];
+    float y[P * Q * K], want[P * Q * K];
+    tt_fill(x, TSR_BF16, H * W * C, 71, -1, 1);
+    tt_fill(w, TSR_BF16, K * 7 * 7 * C, 72, -1, 1);
+    /* output column q's runs span input columns 2q - 3 .. 2q + 3: column
+     * 10 follows q = 3's, column 4 q = 0's */
+    x[(5 * W + 10) * C] = tsr_f32_to_bf16(INFINITY);
+    x[(11 * W + 4) * C] = tsr_f32_to_bf16(NAN);
+    ck_assert_int_eq(tsr_conv2d(ctx, &d, x, w, y), TSR_OK);
+    printf("conv_x86: stem_run_ends ran %s\n", tsr_last_kernel());
+    ck_assert_int_eq(tsr_conv2d(ref, &d, x, w, want), TSR_OK);
+    int finite = 0;
+    for (int i = 0; i < P * Q * K; i++) {
+        const float g = y[i], e = want[i];
+        if (isfinite(e)) {
+            finite++;
+            ck_assert_msg(fabsf(g - e) <= 1e-3f * (fabsf(e) + 1.0f), "y[%d] = %g, want %g", i, (double)g, (double)e);
+        } else {
+            ck_assert_msg(!isfinite(g) && (isnan(e) ? isnan(g) : g == e), "y[%d] = %g, want %g", i, (double)g,
+                          (double)e);
+        }
+    }
+    /* q = 3 beside the inf and q = 0 beside the NaN among the finite ones */
+    ck_assert(isfinite(want[(2 * Q + 3) * K]) && isfinite(want[(5 * Q + 0) * K]) && finite < P * Q * K);
+    tsr_context_destroy(ctx);
+    tsr_context_destroy(ref);
 }
 END_TEST
 
@@ -493,6 +549,7 @@ int main(void) {
     tcase_add_test(tc, shapes_schedules_threads);
     tcase_add_test(tc, inside_callers_parallel_region);
     tcase_add_test(tc, front_and_errors);
+    tcase_add_test(tc, stem_run_ends);
     tcase_add_test(tc, isa_gating);
     tcase_add_test(tc, packed_filters);
     tcase_add_test(tc, out_of_cache);

@@ -324,6 +324,7 @@ typedef struct conv_job {
     bool prefetch_x;   /* x is out of L2: input ahead prefetched (depthwise: rows; pointwise: FETCH_TILES) */
     bool pointwise;    /* 1x1, stride 1, unpadded, one group: output pixel i reads input pixel i */
     bool row_tiles;    /* whole f32 tiles take row_tile_panels (row_tiles_of) */
+    bool stem;         /* bf16 with an odd channel count: stem_tile_panels (x86_stem_bf16.h) */
     int64_t tiles, wide; /* tile_span */
     item_grid grid;      /* the direct work items (grid_of) */
     bool by_panel;       /* numbered by panel block (by_panel_evens) */
@@ -732,6 +733,7 @@ static void direct_tile_bf16(const conv_job *j, const tile_geo *t, int64_t g, in
     if (t->mr == MR - 1) direct_tile(j, t, g, kp, true, MR - 1);
     else direct_tile(j, t, g, kp, true, MR);
 }
+#include "x86_stem_bf16.h"
 #else
 #define direct_tile_bf16 direct_tile_f32 /* never reached: bf is only set where CONV_BF16 is */
 #endif
@@ -1001,6 +1003,12 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
                     continue;
                 }
 #endif
+#ifdef CONV_BF16
+                if (j->stem) {
+                    stem_tile_panels(j, &geo, p_lo, p_hi);
+                    continue;
+                }
+#endif
                 for (int64_t p = p_lo; p < p_hi; p++) tile(j, &geo, p / Kp, p % Kp);
             }
         } else {
@@ -1010,6 +1018,12 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
 #ifdef CONV_FMA_6X16
                     if (j->row_tiles) {
                         row_tile_panels(j, &geo, p, p + 1);
+                        continue;
+                    }
+#endif
+#ifdef CONV_BF16
+                    if (j->stem) {
+                        stem_tile_panels(j, &geo, p, p + 1);
                         continue;
                     }
 #endif
@@ -1091,6 +1105,7 @@ static void nhwc_work(const nhwc_call *c) {
     if (c->packed || c->in_place) { /* the filter is read as it is */
     }
 #ifdef CONV_BF16
+    else if (c->j->stem) pack_filter_stem(d, c->cp->w, (uint16_t *)c->buf);
     else if (c->j->bf) pack_filter_bf16(d, c->cp->w, (uint16_t *)c->buf);
 #endif
     else pack_filter(d, c->cp->w, c->buf);
@@ -1102,12 +1117,17 @@ static void nhwc_work(const nhwc_call *c) {
 static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const tsr_schedule *s) {
     const tsr_conv2d_desc *d = &cp->d;
     if (s->v[KNOB_ALGO] == ALGO_GEMM && is_1x1_gemm(cp)) return gemm_run(ctx, cp);
-    if (s->v[KNOB_ALGO] == ALGO_DIRECT && !cp->packed && pads_channel(ctx, d)) return padded_run(ctx, cp, s);
+#ifdef CONV_BF16
+    const bool stem = s->v[KNOB_ALGO] == ALGO_DIRECT && !cp->packed && stem_of(ctx, d);
+#else
+    const bool stem = false;
+#endif
+    if (s->v[KNOB_ALGO] == ALGO_DIRECT && !cp->packed && !stem && pads_channel(ctx, d)) return padded_run(ctx, cp, s);
     const bool dw = s->v[KNOB_ALGO] == ALGO_DEPTHWISE && is_depthwise(d);
     const int64_t Cg = d->c / d->groups, xn = d->n * d->h * d->w * d->c;
     const tsr_packed_filter *packed = cp->packed; /* direct panels: never depthwise */
     const bool in_place = dw ? depthwise_filter_in_place(d) : filter_in_place(d);
-    const bool bf = packed ? packed->layout == TSR_PACKED_PAIR_PANELS : !dw && use_bf16(ctx, d);
+    const bool bf = packed ? packed->layout == TSR_PACKED_PAIR_PANELS : stem || (!dw && use_bf16(ctx, d));
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
      * its work as such; a second thread pays from ~0.25 MFLOP (MobileNet-v2's
@@ -1115,7 +1135,10 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
      * 13 -> 9 us, best of many) */
     const int nt = tsr_threads_for(ctx, dw ? 16 * flops : flops, 2e6);
     /* depthwise: a filter copy per thread (depthwise_run) */
-    const int64_t wn = in_place || packed ? 0 : dw ? d->r * d->s * d->c * nt : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
+    const int64_t wn = in_place || packed ? 0
+                     : dw             ? d->r * d->s * d->c * nt
+                     : stem           ? panels_of(d) * d->r * (d->s * d->c + 1) / 2 * NR /* bf16 pairs: a float each */
+                                      : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
     float *buf = tsr_scratch_get((size_t)(wn + zn + xs) * 4);
     if (!buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "conv2d.%s: no memory for the packed filter", CONV_ARCH);
@@ -1127,9 +1150,10 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                   .y = cp->y, .epi = &d->epilogue,
                   .plain = (d->y_dtype == TSR_F32 || d->y_dtype == TSR_BF16) &&
                            ukr_epilogue_is_plain(&d->epilogue),
-                  .pointwise = d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 && d->groups == 1 &&
-                               !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};
+                  .pointwise = !stem && d->r == 1 && d->s == 1 && d->stride_h == 1 && d->stride_w == 1 &&
+                               d->groups == 1 && !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};
     j.bias0 = j.plain && d->epilogue.num_steps > 0 && d->epilogue.steps[0].op == TSR_EPI_BIAS;
+    j.stem = stem;
     if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
     /* a filter read in place is B read in place to the micro-kernel: its
      * rows fetched ahead by the distances the GEMM defaults to for this
