@@ -166,6 +166,10 @@ static const conv_case cases[] = {
     {1, 16, 11, 30, 40, 3, 3, 1, 1, 2, 2, 1, 1, 2, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
     {1, 18, 6, 33, 20, 5, 3, 1, 1, 2, 2, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
     {1, 7, 9, 40, 64, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES, 0},
+    /* padded rows of 7 outputs past batch 1: tiles of 7 (AVX-512), one
+     * output row each (stride 2 from 14 columns; bf16) */
+    {2, 16, 14, 13, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES, 0},
+    {3, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
     /* more than one panel, images smaller than a tile row, channels past 64 */
     {2, 80, 7, 5, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
     {1, 36, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
