@@ -1169,8 +1169,8 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
      * MR - 1, one output row each, so those in an image's first and last
      * rows skip the filter rows in the padding (a third of a 3x3's), where
      * every tile of MR straddles two rows and computes them on zeros (Zen 4,
-     * two threads, 3 rounds alternated: res5a_br2b at batch 32 f32 212 ->
-     * 229 GFLOP/s, bf16 426 -> 456). Rows of 14 measured -3 to +10% (7-row
+     * two threads, 4 rounds alternated: res5a_br2b at batch 32 f32 207 ->
+     * 233 GFLOP/s, bf16 411 -> 459). Rows of 14 measured -3 to +10% (7-row
      * tiles skip a little more, and pay their overhead over fewer rows). */
     if (!j.pointwise && d->r > 1 && (d->pad_top || d->pad_bottom) && cp->q == MR - 1)
         j.tiles = pixels / (MR - 1), j.wide = 0;
