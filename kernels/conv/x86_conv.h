@@ -133,26 +133,34 @@ static bool conv_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
 }
 
 #ifdef CONV_BF16
+/* One pair of k from p (one value when single, the other half zero). */
+static inline __attribute__((always_inline)) void ukr_dot_bf16_step(const int mr, const uint16_t *const r[MR],
+                                                                    int64_t p, const uint16_t *restrict bp,
+                                                                    const bool single, vf acc[MR][NV]) {
+    __m512bh b[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + v * VL * 2));
+#pragma GCC unroll 16
+    for (int i = 0; i < mr; i++) {
+        uint32_t pair = r[i][p];
+        if (!single) memcpy(&pair, r[i] + p, sizeof pair);
+        const __m512bh a = (__m512bh)_mm512_set1_epi32((int)pair);
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
+    }
+}
+
 /* acc += A(mr x kc) * B(kc x NR) in bf16 pairs (vdpbf16ps, f32 sums): A rows
- * are bf16 (kc even), B is packed [kc / 2][NR][2]; mr <= MR, a constant. */
+ * are bf16, B is packed [(kc + 1) / 2][NR][2]; mr <= MR, a constant. An odd
+ * kc's last value is taken alone, its pair's other half zero in A (as it is
+ * in B): the value past the row, maybe inf or NaN, never meets a zero. */
 static inline __attribute__((always_inline)) void ukr_dot_bf16(const int mr, int64_t kc, const float *const rows[MR],
                                                                const uint16_t *restrict bp, vf acc[MR][NV]) {
     const uint16_t *r[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) r[i] = (const uint16_t *)(const void *)rows[i];
-    for (int64_t p = 0; p < kc; p += 2) {
-        __m512bh b[NV];
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + v * VL * 2));
-#pragma GCC unroll 16
-        for (int i = 0; i < mr; i++) {
-            uint32_t pair;
-            memcpy(&pair, r[i] + p, sizeof pair);
-            const __m512bh a = (__m512bh)_mm512_set1_epi32((int)pair);
-#pragma GCC unroll 4
-            for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
-        }
-    }
+    for (int64_t p = 0; p + 1 < kc; p += 2) ukr_dot_bf16_step(mr, r, p, bp, false, acc);
+    if (kc & 1) ukr_dot_bf16_step(mr, r, kc - 1, bp, true, acc);
 }
 
 /* The bf16 filter as bf16 panels [g][panel][(r, s, c) / 2][NR][2], zero past k/groups. */
@@ -209,6 +217,9 @@ static bool use_bf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
     return false;
 #endif
 }
+
+/* Pairs per filter row of the stem tiles (x86_stem_bf16.h): S x C values and, odd, one zero. */
+static int64_t stem_pairs(const tsr_conv2d_desc *d) { return (d->s * d->c + 1) / 2; }
 
 /* bf16 with an odd channel count in one group: one zero channel, added to
  * copies of x and the filter, makes the pairs that vdpbf16ps takes (f32
@@ -1139,7 +1150,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     /* depthwise: a filter copy per thread (depthwise_run) */
     const int64_t wn = in_place || packed ? 0
                      : dw             ? d->r * d->s * d->c * nt
-                     : stem           ? panels_of(d) * d->r * (d->s * d->c + 1) / 2 * NR /* bf16 pairs: a float each */
+                     : stem           ? panels_of(d) * d->r * stem_pairs(d) * NR /* bf16 pairs: a float each */
                                       : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
     float *buf = tsr_scratch_get((size_t)(wn + zn + xs) * 4);

@@ -4,18 +4,15 @@
  * stem copy x with a zero channel (a pass over x per call) and spend
  * (C + 1) / C of the products. Here each filter row of a pixel is one run
  * of L = S * C values, contiguous in NHWC x: its first L - 1 (an even
- * count) are taken in pairs straight from x and its last alone, its pair's
- * other half zero in A as in B (so the next pixel's value, maybe inf or
- * NaN, never meets a zero weight). A 7x7x3 row: 11 instructions per pixel
+ * count) are taken in pairs straight from x and its last alone
+ * (ukr_dot_bf16's odd kc: the next pixel's value never meets a zero
+ * weight). A 7x7x3 row: 11 instructions per pixel
  * and vector, against 14. Pixels whose run leaves the image at the left or
  * right are copied with their zeros into a window first; filter rows in
  * the top or bottom padding point at zeros. Included by x86_conv.h, after
  * the direct tiles. */
 
 enum { STEM_RUN_MAX = 64, STEM_ROWS_MAX = 11 }; /* L + 1 and R bounds: the windows on the stack */
-
-/* Pairs per filter row: L + 1 values, the last a zero. */
-static int64_t stem_pairs(const tsr_conv2d_desc *d) { return (d->s * d->c + 1) / 2; }
 
 /* Whether d takes the stem tiles (see above); pads_channel's copy is left
  * for longer runs, taller filters and dilated rows. */
@@ -38,21 +35,6 @@ static void pack_filter_stem(const tsr_conv2d_desc *d, const void *w, uint16_t *
                                                  : 0;
                 }
             }
-}
-
-/* acc += the runs of L values (odd) at rows[i] times a filter row's pairs bp. */
-static inline __attribute__((always_inline)) void stem_dot(const int mr, int64_t L, const uint16_t *const rows[MR],
-                                                           const uint16_t *bp, vf acc[MR][NV]) {
-    ukr_dot_bf16(mr, L - 1, (const float *const *)rows, bp, acc);
-    __m512bh b[NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512((const void *)(bp + (L - 1) * NR + v * VL * 2));
-#pragma GCC unroll 16
-    for (int i = 0; i < mr; i++) {
-        const __m512bh a = (__m512bh)_mm512_set1_epi32((int)rows[i][L - 1]); /* the upper half zero */
-#pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], a, b[v]);
-    }
 }
 
 /* Tile t by panels p_lo..p_hi: each pixel's runs found (or copied) once,
@@ -95,7 +77,7 @@ static inline __attribute__((always_inline)) void stem_tile_as(const conv_job *j
         vf acc[MR][NV];
         tile_start(j, acc, p * NR, nk);
         for (int64_t r = 0; r < R; r++)
-            if (live[r]) stem_dot(mr, L, rows[r], bp + r * pairs * NR * 2, acc);
+            if (live[r]) ukr_dot_bf16(mr, L, (const float *const *)rows[r], bp + r * pairs * NR * 2, acc);
         tile_store(j, acc, t->y, t->mr, p * NR, nk, mr);
     }
 }

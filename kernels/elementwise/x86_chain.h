@@ -75,7 +75,8 @@ static inline __attribute__((always_inline)) void apply_gelu_erf(vf *x, bool nar
     else EACH(gelu_erf_full(x[u]));
 }
 
-static inline __attribute__((always_inline)) void apply_unary(tsr_unary_op op, vf *x) {
+/* op on NV vectors; narrow: the result is rounded to bf16 or f16 next. */
+static inline __attribute__((always_inline)) void apply_unary(tsr_unary_op op, vf *x, const bool narrow) {
     const vf one = vf_set1(1.0f);
     switch (op) {
     case TSR_UNARY_IDENTITY: break;
@@ -91,7 +92,7 @@ static inline __attribute__((always_inline)) void apply_unary(tsr_unary_op op, v
     case TSR_UNARY_RELU: EACH(vf_relu(x[u])); break;
     case TSR_UNARY_TANH: EACH(tanh_full(x[u])); break;
     case TSR_UNARY_ERF: EACH(erf_full(x[u])); break;
-    case TSR_UNARY_GELU_ERF: apply_gelu_erf(x, false); break;
+    case TSR_UNARY_GELU_ERF: apply_gelu_erf(x, narrow); break;
     case TSR_UNARY_GELU_TANH: EACH(gelu_tanh_full(x[u])); break;
     default: EACH(lanes_unary(op, x[u])); break;
     }
@@ -204,35 +205,31 @@ static inline __attribute__((always_inline)) void load_nv(const chain_view *v, i
 /* dst = op(src) over a tile (n a multiple of NV * VL), op a constant after
  * inlining: one step's loop with its constants in registers. */
 static inline __attribute__((always_inline)) void tile_unary_op(const tsr_unary_op op, const float *src, float *dst,
-                                                               int n) {
+                                                               int n, const bool narrow) {
     for (int i = 0; i < n; i += NV * VL) {
         vf x[NV];
         for (int u = 0; u < NV; u++) x[u] = vf_load(src + i + u * VL);
-        apply_unary(op, x);
-        for (int u = 0; u < NV; u++) vf_store(dst + i + u * VL, x[u]);
-    }
-}
-
-/* gelu_erf as a chain's last step before a bf16 or f16 y. */
-static void tile_gelu_erf_narrow(const float *src, float *dst, int n) {
-    for (int i = 0; i < n; i += NV * VL) {
-        vf x[NV];
-        for (int u = 0; u < NV; u++) x[u] = vf_load(src + i + u * VL);
-        apply_gelu_erf(x, true);
+        apply_unary(op, x, narrow);
         for (int u = 0; u < NV; u++) vf_store(dst + i + u * VL, x[u]);
     }
 }
 
 #define UNARY_CASE(op) \
-    case op: tile_unary_op(op, src, dst, n); break
-static void tile_unary(tsr_unary_op op, const float *src, float *dst, int n) {
+    case op: tile_unary_op(op, src, dst, n, false); break
+/* narrow: the step's result goes to a bf16 or f16 y next (gelu_erf then
+ * takes its 1e-5 form). */
+static void tile_unary(tsr_unary_op op, const float *src, float *dst, int n, bool narrow) {
     switch (op) {
         UNARY_CASE(TSR_UNARY_IDENTITY); UNARY_CASE(TSR_UNARY_NEG); UNARY_CASE(TSR_UNARY_ABS);
         UNARY_CASE(TSR_UNARY_SQUARE); UNARY_CASE(TSR_UNARY_SQRT); UNARY_CASE(TSR_UNARY_RSQRT);
         UNARY_CASE(TSR_UNARY_RECIPROCAL); UNARY_CASE(TSR_UNARY_EXP); UNARY_CASE(TSR_UNARY_ERF);
         UNARY_CASE(TSR_UNARY_TANH); UNARY_CASE(TSR_UNARY_SIGMOID); UNARY_CASE(TSR_UNARY_RELU);
-        UNARY_CASE(TSR_UNARY_GELU_ERF); UNARY_CASE(TSR_UNARY_GELU_TANH); UNARY_CASE(TSR_UNARY_SILU);
-    default: tile_unary_op(op, src, dst, n); /* log: lane by lane */
+        UNARY_CASE(TSR_UNARY_GELU_TANH); UNARY_CASE(TSR_UNARY_SILU);
+    case TSR_UNARY_GELU_ERF:
+        if (narrow) tile_unary_op(op, src, dst, n, true);
+        else tile_unary_op(op, src, dst, n, false);
+        break;
+    default: tile_unary_op(op, src, dst, n, false); /* log: lane by lane */
     }
 }
 #undef UNARY_CASE
@@ -332,10 +329,8 @@ static void run_tile(const tsr_chain_desc *ch, const chain_view *v, const int64_
     for (int s = 0; s < ch->num_steps; s++) {
         const tsr_chain_step *st = &ch->steps[s];
         float *dst = s == ch->num_steps - 1 && y_direct ? yt : buf;
-        if (st->kind == TSR_STEP_UNARY && st->unary == TSR_UNARY_GELU_ERF && s == ch->num_steps - 1 && narrow_y) {
-            tile_gelu_erf_narrow(src, dst, n);
-        } else if (st->kind == TSR_STEP_UNARY) {
-            tile_unary(st->unary, src, dst, n);
+        if (st->kind == TSR_STEP_UNARY) {
+            tile_unary(st->unary, src, dst, n, narrow_y && s == ch->num_steps - 1);
         } else if (st->kind == TSR_STEP_TENSOR || st->kind == TSR_STEP_TENSOR_LEFT) {
             const int k = 2 + st->operand;
             const bool left = st->kind == TSR_STEP_TENSOR_LEFT;
