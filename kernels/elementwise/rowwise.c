@@ -65,7 +65,7 @@ static tsr_status rowwise_prepare(const tsr_context *ctx, tsr_op op, const char 
     if ((st = check_dtype(who, "x_dtype", d->x_dtype)) || (st = check_dtype(who, "y_dtype", d->y_dtype))) return st;
     if (op != TSR_OP_SOFTMAX && (!isfinite(d->epsilon) || d->epsilon <= 0))
         return tsr_fail(TSR_ERR_INVALID_ARGUMENT, "%s: epsilon (%g) must be finite and > 0", who, (double)d->epsilon);
-    memset(p, 0, sizeof *p);
+    memset(&p->u.rowwise, 0, sizeof p->u.rowwise); /* not the whole union: a tiny call's cost */
     p->op = op;
     tsr_rowwise_problem *r = &p->u.rowwise;
     r->d = *d;
