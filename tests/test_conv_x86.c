@@ -170,6 +170,15 @@ static const conv_case cases[] = {
      * output row each (stride 2 from 14 columns; bf16) */
     {2, 16, 14, 13, 33, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES, 0},
     {3, 24, 7, 7, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    /* taps of 32+ channels whose pixels in the padding are a tile's first or
+     * last (tap_fma leaves them out): 7-wide rows of a 5-wide input padded
+     * by 2 (the middle tap drops both ends of each tile, the outer taps
+     * two pixels at one end: the zeros instead); 16-wide rows in tiles of
+     * 8, one end each; bf16 pairs */
+    {2, 40, 5, 5, 24, 3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 34, 5, 5, 40, 3, 3, 1, 1, 1, 1, 2, 2, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 32, 6, 16, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_RES, 0},
+    {2, 48, 4, 16, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_F32, EPI_BIAS, 0},
     /* more than one panel, images smaller than a tile row, channels past 64 */
     {2, 80, 7, 5, 70, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
     {1, 36, 6, 6, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},

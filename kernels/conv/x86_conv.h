@@ -136,7 +136,7 @@ static bool conv_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
 /* One pair of k from p (one value when single, the other half zero). */
 static inline __attribute__((always_inline)) void ukr_dot_bf16_step(const int mr, const uint16_t *const r[MR],
                                                                     int64_t p, const uint16_t *restrict bp,
-                                                                    const bool single, vf acc[MR][NV]) {
+                                                                    const bool single, vf (*acc)[NV]) {
     __m512bh b[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < NV; v++) b[v] = (__m512bh)_mm512_loadu_si512((const void *)(bp + p * NR + v * VL * 2));
@@ -155,7 +155,7 @@ static inline __attribute__((always_inline)) void ukr_dot_bf16_step(const int mr
  * kc's last value is taken alone, its pair's other half zero in A (as it is
  * in B): the value past the row, maybe inf or NaN, never meets a zero. */
 static inline __attribute__((always_inline)) void ukr_dot_bf16(const int mr, int64_t kc, const float *const rows[MR],
-                                                               const uint16_t *restrict bp, vf acc[MR][NV]) {
+                                                               const uint16_t *restrict bp, vf (*acc)[NV]) {
     const uint16_t *r[MR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; i++) r[i] = (const uint16_t *)(const void *)rows[i];
@@ -426,7 +426,7 @@ static inline void tile_at(const conv_job *j, int64_t t, tile_geo *geo) {
 
 static inline __attribute__((always_inline)) void tile_fma(const conv_job *j, const int mr, int64_t kc,
                                                             const float *const rows[MR], const float *bp, bool bf,
-                                                            vf acc[MR][NV]) {
+                                                            vf (*acc)[NV]) {
 #ifdef CONV_BF16
     if (bf) {
         ukr_dot_bf16(mr, kc, rows, (const uint16_t *)(const void *)bp, acc);
@@ -435,6 +435,32 @@ static inline __attribute__((always_inline)) void tile_fma(const conv_job *j, co
 #endif
     (void)bf;
     ukr_fma_nv(NV, mr, kc, rows, 1, bp, j->w_ld, j->ahead, true, acc);
+}
+
+/* One tap of the tile's first mr pixels, rows[i] pointing at j->zero where
+ * pixel i's input for it is in the padding. Such pixels at the tile's start
+ * or end (a row's first or last pixel where the tile lies within one output
+ * row) are left out of the FMAs, one at each end at most (a constant row
+ * count for each case): a 7-wide output row of a 3x3 pad-1 layer had 2 of
+ * every 21 pixel-taps of a filter row computed on zeros (oneDNN skips them
+ * too). Pixels in the padding elsewhere in the tile still read zeros. Taken
+ * from TRIM_MIN_KC channels a tap (tile_fn): a row of FMAs of a 3-channel
+ * tap saves less than finding the ends costs. rows holds MR + 1 pointers:
+ * the micro-kernels read MR from rows + 1. */
+enum { TRIM_MIN_KC = 32 };
+static inline __attribute__((always_inline)) void tap_fma(const conv_job *j, const int mr, int64_t kc,
+                                                           const float *const rows[MR + 1], const float *bp,
+                                                           bool bf, vf acc[MR][NV]) {
+    int lo = 0, hi = mr;
+    while (lo < hi && rows[lo] == j->zero) lo++;
+    while (hi > lo && rows[hi - 1] == j->zero) hi--;
+    if (lo == hi) return; /* rows past mr (never stored) alone in the image */
+    bool gap = false;
+    for (int i = lo; i < hi; i++) gap |= rows[i] == j->zero;
+    if (gap || lo > 1 || hi < mr - 1 || (lo == 0 && hi == mr)) tile_fma(j, mr, kc, rows, bp, bf, acc);
+    else if (lo == 0) tile_fma(j, mr - 1, kc, rows, bp, bf, acc);
+    else if (hi == mr) tile_fma(j, mr - 1, kc, rows + 1, bp, bf, acc + 1);
+    else tile_fma(j, mr - 2, kc, rows + 1, bp, bf, acc + 1);
 }
 
 /* A tile's sums for nk channels from output channel kc0 before its FMAs:
@@ -682,7 +708,8 @@ static void row_tile_panels(const conv_job *j, const tile_geo *t, int64_t p_lo, 
 #endif
 
 static inline __attribute__((always_inline)) void direct_tile(const conv_job *j, const tile_geo *t, int64_t g,
-                                                               int64_t kp, const bool bf, const int mr) {
+                                                               int64_t kp, const bool bf, const int mr,
+                                                               const bool trim) {
     const tsr_conv2d_desc *d = j->d;
     const int64_t C = d->c, H = d->h, W = d->w, R = d->r, S = d->s, Cg = C / d->groups, Kg = d->k / d->groups;
     const int64_t dh = d->dilation_h, dw = d->dilation_w;
@@ -693,7 +720,8 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
     prefetch_residual(j, t->y, t->mr, g * Kg + kp * NR, nk);
     vf acc[MR][NV];
     tile_start(j, acc, g * Kg + kp * NR, nk);
-    const float *rows[MR];
+    const float *rows[MR + 1]; /* tap_fma may pass rows + 1 */
+    rows[MR] = j->zero;
     bool inside = fuse_s; /* every tap of every pixel in the image */
     for (int i = 0; i < MR; i++)
         inside = inside && t->ih[i] >= 0 && t->ih[i] + (R - 1) * dh < H && t->iw[i] >= 0 && t->iw[i] + S - 1 < W;
@@ -729,26 +757,33 @@ static inline __attribute__((always_inline)) void direct_tile(const conv_job *j,
                     rows[i] = ok ? ELEM(j->x, (xrow[i] + iw) * C + g * Cg, bf) : j->zero;
                     hit |= ok;
                 }
-                if (hit) tile_fma(j, mr, Cg, rows, ELEM(wpan, (r * S + s) * Cg * ld, bf), bf, acc);
+                if (!hit) continue;
+                const float *bp = ELEM(wpan, (r * S + s) * Cg * ld, bf);
+                if (trim) tap_fma(j, mr, Cg, rows, bp, bf, acc);
+                else tile_fma(j, mr, Cg, rows, bp, bf, acc);
             }
         }
     tile_store(j, acc, t->y, t->mr, g * Kg + kp * NR, nk, mr);
 }
 
-/* A tile of MR - 1 pixels computes MR - 1 rows (see tile_span). */
-static void direct_tile_f32(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
-    if (t->mr == MR - 1) direct_tile(j, t, g, kp, false, MR - 1);
-    else direct_tile(j, t, g, kp, false, MR);
-}
-
+/* A tile of MR - 1 pixels computes MR - 1 rows (see tile_span). Taps of
+ * TRIM_MIN_KC channels or more trim the tile's ends (tap_fma) in functions
+ * of their own (tile_fn): in the same function as the 3-channel stem's tap
+ * loop, the trim left the stem's f32 code 2-7% slower. */
+#define DIRECT_TILE_FN(name, bf, trim)                                                   \
+    static void name(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {      \
+        if (t->mr == MR - 1) direct_tile(j, t, g, kp, bf, MR - 1, trim);                 \
+        else direct_tile(j, t, g, kp, bf, MR, trim);                                     \
+    }
+DIRECT_TILE_FN(direct_tile_f32, false, false)
+DIRECT_TILE_FN(direct_tile_f32_trim, false, true)
 #ifdef CONV_BF16
-static void direct_tile_bf16(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp) {
-    if (t->mr == MR - 1) direct_tile(j, t, g, kp, true, MR - 1);
-    else direct_tile(j, t, g, kp, true, MR);
-}
+DIRECT_TILE_FN(direct_tile_bf16, true, false)
+DIRECT_TILE_FN(direct_tile_bf16_trim, true, true)
 #include "x86_stem_bf16.h"
 #else
 #define direct_tile_bf16 direct_tile_f32 /* never reached: bf is only set where CONV_BF16 is */
+#define direct_tile_bf16_trim direct_tile_f32
 #endif
 
 /* A 1x1, stride 1, unpadded, one-group convolution is a GEMM whose A rows
@@ -990,6 +1025,13 @@ static bool by_panel_evens(const item_grid *g, int nt) {
     return worst[1] < worst[0];
 }
 
+/* The direct tile function for j (DIRECT_TILE_FN). */
+static void (*tile_fn(const conv_job *j))(const conv_job *, const tile_geo *, int64_t, int64_t) {
+    const bool trim = j->d->c / j->d->groups >= TRIM_MIN_KC;
+    if (j->bf) return trim ? direct_tile_bf16_trim : direct_tile_bf16;
+    return trim ? direct_tile_f32_trim : direct_tile_f32;
+}
+
 static void direct_run(const conv_job *j, const tsr_schedule *s) {
     const tsr_conv2d_desc *d = j->d;
     const item_grid *grid = &j->grid;
@@ -1006,7 +1048,7 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
             continue;
         }
         tile_geo geo;
-        void (*tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = j->bf ? direct_tile_bf16 : direct_tile_f32;
+        void (*tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = tile_fn(j);
         if (s->v[KNOB_ORDER] == 0) {
             for (int64_t t = t_lo; t < t_hi; t++) {
                 tile_at(j, t, &geo);

@@ -31,7 +31,7 @@ static const ukr_ahead ukr_ahead_near = {8, 24}, ukr_ahead_far = {12, 384};
 /* acc += A(mr x 1) * B(1 x nv * VL) for step p (mr <= MR, a constant). */
 static inline __attribute__((always_inline)) void ukr_step(const int nv, const int mr, int64_t p,
                                                            const float *const r[MR], int64_t step,
-                                                           const float *restrict bp, int64_t ldb, vf acc[MR][NV]) {
+                                                           const float *restrict bp, int64_t ldb, vf (*acc)[NV]) {
     vf b[NV];
 #pragma GCC unroll 4
     for (int v = 0; v < nv; v++) b[v] = vf_load(bp + p * ldb + v * VL);
@@ -46,7 +46,8 @@ static inline __attribute__((always_inline)) void ukr_step(const int nv, const i
 /* acc += A(mr x kc) * B(kc x nv * VL): nv (a constant after inlining, at
  * most NV) narrows the tile for the last column panel of a GEMM, so that a
  * ragged edge does not pay for NV vectors of FMAs; mr (a constant, at most
- * MR) does the same for rows (conv's 7-pixel tiles). ahead: B is read in
+ * MR) does the same for rows (conv's 7-pixel tiles; acc may be a tile's
+ * rows from an offset, conv's tap_fma). ahead: B is read in
  * place from beyond L2, and its rows are fetched that far ahead (NULL: B is
  * packed or in cache). unroll4 (a constant): B in cache is walked four steps
  * a round, the A row pointers bumped once a round rather than every step:
@@ -56,7 +57,7 @@ static inline __attribute__((always_inline)) void ukr_fma_nv(const int nv, const
                                                              const float *const rows[MR], int64_t step,
                                                              const float *restrict bp, int64_t ldb,
                                                              const ukr_ahead *ahead, const bool unroll4,
-                                                             vf acc[MR][NV]) {
+                                                             vf (*acc)[NV]) {
     const float *r[MR];
     const int64_t ahead1 = ahead ? ahead->l1 * ldb : 0, ahead2 = ahead ? ahead->l2 * ldb : 0;
 #pragma GCC unroll 16
