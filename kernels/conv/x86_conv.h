@@ -1037,6 +1037,7 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
     const item_grid *grid = &j->grid;
     const int64_t tiles = grid->tiles, panels = grid->panels, Kp = panels_of(d);
     const int64_t tblocks = grid->tblocks, pblocks = grid->pblocks;
+    void (*const tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = tile_fn(j);
 #pragma omp for schedule(static) nowait
     for (int64_t item = 0; item < tblocks * pblocks; item++) {
         int64_t tb, pb;
@@ -1048,7 +1049,6 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
             continue;
         }
         tile_geo geo;
-        void (*tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = tile_fn(j);
         if (s->v[KNOB_ORDER] == 0) {
             for (int64_t t = t_lo; t < t_hi; t++) {
                 tile_at(j, t, &geo);
