@@ -151,6 +151,18 @@ static const conv_case cases[] = {
      * thread packing every channel it touches (scratch lent as NaN) */
     {1, 576, 14, 14, 576, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 576, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
     {1, 288, 4, 7, 288, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 288, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    /* bf16 pair tiles (at most 7 wide) from pairs packed once per thread
+     * straight from each filter format: MobileNet-v2's 14x14x576 stride 2
+     * (one 7-wide tile a row, its first column padding); 13 columns at
+     * stride 2 (the last tile's last column padding too) with a 16-channel
+     * f32 remainder; rows of 3 (one tile, both ends padding), 15 (5 + 5 +
+     * 5: a tile inside), 8 (4 + 4) and 1 */
+    {1, 576, 14, 14, 576, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 576, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {2, 144, 5, 13, 144, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 144, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {1, 64, 3, 3, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 96, 4, 15, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 96, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {2, 32, 3, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_NONE, 0},
+    {1, 32, 2, 1, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     /* HWIO whose groups fill whole panels: read in place */
     {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},

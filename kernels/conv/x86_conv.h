@@ -1183,6 +1183,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     const tsr_packed_filter *packed = cp->packed; /* direct panels: never depthwise */
     const bool in_place = dw ? depthwise_filter_in_place(d) : filter_in_place(d);
     const bool bf = packed ? packed->layout == TSR_PACKED_PAIR_PANELS : stem || (!dw && use_bf16(ctx, d));
+    const bool dw_bf = dw && depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
     const double flops = 2.0 * (double)d->n * (double)cp->p * (double)cp->q * (double)d->k * (double)(d->r * d->s * Cg);
     /* depthwise runs at a fraction of the FMA rate (a load per FMA): weigh
      * its work as such; a second thread pays from ~0.25 MFLOP (MobileNet-v2's
@@ -1191,7 +1192,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
     const int nt = tsr_threads_for(ctx, dw ? 16 * flops : flops, 2e6);
     /* depthwise: a filter copy per thread (depthwise_run) */
     const int64_t wn = in_place || packed ? 0
-                     : dw             ? d->r * d->s * d->c * nt
+                     : dw             ? dw_filter_floats(d, dw_bf) * nt
                      : stem           ? panels_of(d) * d->r * stem_pairs(d) * NR /* bf16 pairs: a float each */
                                       : d->groups * panels_of(d) * d->r * d->s * Cg * NR;
     const int64_t zn = d->c + 2 * VL, xs = d->x_dtype == TSR_F32 || bf || dw ? 0 : xn;
@@ -1209,7 +1210,7 @@ static tsr_status nhwc_run(tsr_context *ctx, const tsr_conv2d_problem *cp, const
                                d->groups == 1 && !d->pad_top && !d->pad_bottom && !d->pad_left && !d->pad_right};
     j.bias0 = j.plain && d->epilogue.num_steps > 0 && d->epilogue.steps[0].op == TSR_EPI_BIAS;
     j.stem = stem;
-    if (dw) j.bf = depthwise_dpbf16(ctx, d); /* bf16 pairs of filter rows (x86_depthwise.h) */
+    if (dw) j.bf = dw_bf;
     /* a filter read in place is B read in place to the micro-kernel: its
      * rows fetched ahead by the distances the GEMM defaults to for this
      * CPU's vendor (ukr_ahead) */

@@ -15,8 +15,10 @@
  * store through dw_store_general. bf16 x and filter on a CPU with
  * AVX512_BF16 take vdpbf16ps tiles that pair filter rows (see
  * dw_pair_tile); elsewhere f16/bf16 activations are widened as loaded. The
- * filter is packed per call as f32 [r][s][c], by each thread for the
- * channels it takes (an f32 HWIO filter is that already). */
+ * filter is packed per call, by each thread for the channels it takes: as
+ * f32 [r][s][c] (an f32 HWIO filter is that already), or for the pair
+ * tiles as their bf16 pairs (dw_pairs_pack) and f32 for the channels past
+ * the last whole 32. */
 
 #include "../../arch/x86_avx2/transpose.h"
 #include "../../arch/x86_avx2/prefetch.h"
@@ -119,6 +121,7 @@ typedef struct dw_geo {
     int64_t C, H, W, R, S, sh, sw, dh, dw, pt, pl, P, Q;
     bool regs_epi_full, regs_epi_tail; /* dw_regs_epilogue */
     bool y_f32;
+    const void *pairs; /* bf16 filter pairs (dw_pairs_pack), or NULL */
     bool bias0;      /* whole vectors: a leading bias step is where the sums start */
     int8_t walk_epi; /* whole vectors, after bias0: DW_EPI_NONE, DW_EPI_RELU, or DW_EPI_STEPS */
 } dw_geo;
@@ -534,62 +537,111 @@ static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
            d->s == 3 && d->dilation_w == 1 && (d->stride_w == 1 || d->stride_w == 2);
 }
 
-/* Pixels per tile: 2 T accumulators and the 12 filter pairs in 32 zmm. */
-#define DW_PAIR_T 8
+/* Pixels per tile: 2 T accumulators, the 12 filter pairs and a column's
+ * loads and unpacks in 32 zmm (GCC still keeps some pairs on the stack,
+ * read once per tile). With 8, and the pairs rebuilt from the f32 filter
+ * per output row, it reloaded a pair from the stack for every vdpbf16ps:
+ * 14x14x576 stride 2 at batch 1 ran at 42 GFLOP/s on one thread, below
+ * its f32 walk's 55 (77 now; 8 wide measured the same). */
+#define DW_PAIR_T 7
 
-/* The 12 filter pairs of 32 channels at c0: [row pair][s][low/high half]. */
+/* The 12 filter pairs of 32 channels: [row pair][s][low/high half]. */
 typedef struct dw_pairs {
     __m512bh w[2][3][2];
 } dw_pairs;
 
-static inline __attribute__((always_inline)) void dw_pairs_of(const conv_job *j, int64_t C, int64_t c0, dw_pairs *p) {
-    for (int s = 0; s < 3; s++) {
-        __m512i rows[3]; /* the packed f32 taps are bf16 values: exact in bf16 again */
-        for (int r = 0; r < 3; r++) {
-            const float *t = j->wp + (r * 3 + s) * C + c0;
-            rows[r] = (__m512i)_mm512_cvtne2ps_pbh(vf_load(t + VL), vf_load(t));
-        }
-        p->w[0][s][0] = (__m512bh)_mm512_unpacklo_epi16(rows[0], rows[1]);
-        p->w[0][s][1] = (__m512bh)_mm512_unpackhi_epi16(rows[0], rows[1]);
-        p->w[1][s][0] = (__m512bh)_mm512_unpacklo_epi16(rows[2], _mm512_setzero_si512());
-        p->w[1][s][1] = (__m512bh)_mm512_unpackhi_epi16(rows[2], _mm512_setzero_si512());
+/* The 9 taps of the 32 bf16 channels at c0 of a 3x3 depthwise filter,
+ * tap t at rows[t]: loaded where the filter is HWIO ([r][s][c]); where it
+ * is [c][r][s] (OHWI, OIHW) the block's 288 values are 9 vectors in a row,
+ * tap t of channel c value 9 c + t, gathered by five two-vector permutes
+ * (one per 64 values they span). */
+static inline void dw_taps_bf16(const tsr_conv2d_desc *d, const uint16_t *w, int64_t c0, __m512i rows[9]) {
+    if (d->filter_format == TSR_FILTER_HWIO) {
+        for (int t = 0; t < 9; t++) rows[t] = _mm512_loadu_si512(w + t * d->c + c0);
+        return;
+    }
+    __m512i src[10];
+    for (int k = 0; k < 9; k++) src[k] = _mm512_loadu_si512(w + c0 * 9 + 32 * k);
+    src[9] = src[8]; /* the last 64 values' second half: past the block, never picked */
+    uint16_t nine[32];
+    for (int i = 0; i < 32; i++) nine[i] = (uint16_t)(9 * i);
+    const __m512i e0 = _mm512_loadu_si512(nine);
+    for (int t = 0; t < 9; t++) {
+        const __m512i e = _mm512_add_epi16(e0, _mm512_set1_epi16((short)t)), idx = _mm512_and_si512(e, _mm512_set1_epi16(63));
+        const __m512i part = _mm512_srli_epi16(e, 6);
+        __m512i v = _mm512_setzero_si512();
+        for (int p = 0; p < 5; p++)
+            v = _mm512_mask_mov_epi16(v, _mm512_cmpeq_epi16_mask(part, _mm512_set1_epi16((short)p)),
+                                      _mm512_permutex2var_epi16(src[2 * p], idx, src[2 * p + 1]));
+        rows[t] = v;
     }
 }
 
-/* T output pixels from ow0 of row (n, oh), the 32 channels at c0, stride
- * SW: the column walk of dw_tile over pairs of rows. */
-static inline __attribute__((always_inline)) void dw_pair_tile(const conv_job *j, const dw_geo *g, const dw_pairs *wp,
-                                                                int64_t n, int64_t oh, int64_t ow0, const int T,
-                                                                const int SW, int64_t c0) {
-    const int64_t C = g->C, W = g->W, iw0 = ow0 * SW - g->pl;
-    /* each filter row's input row; a row in the padding reads zeros, in place */
-    const uint16_t *row[3];
-    int64_t step[3];
-    for (int r = 0; r < 3; r++) {
-        const int64_t ih = oh * g->sh - g->pt + r * g->dh;
-        const bool in = ih >= 0 && ih < g->H;
-        row[r] = in ? (const uint16_t *)(const void *)j->x + ((n * g->H + ih) * W + iw0) * C + c0
-                    : (const uint16_t *)(const void *)j->zero;
-        step[r] = in ? C : 0;
+/* The pairs of the 32-channel blocks from c_lo (a multiple of 32) to c_hi
+ * (c_lo plus whole blocks) of the caller's bf16 filter w, block c / 32 at
+ * pairs[c / 32]: built once per call by each thread straight from w, not
+ * per output row, and with no f32 copy (built from one, the copy's stores
+ * took a sixth of a 14x14x576 stride-2 call at batch 1 on two threads). */
+static void dw_pairs_pack(const tsr_conv2d_desc *d, const void *w, int64_t c_lo, int64_t c_hi, dw_pairs *pairs) {
+    for (int64_t c0 = c_lo; c0 < c_hi; c0 += NR) {
+        dw_pairs *p = pairs + c0 / NR;
+        __m512i rows[9];
+        dw_taps_bf16(d, (const uint16_t *)w, c0, rows);
+        for (int s = 0; s < 3; s++) {
+            p->w[0][s][0] = (__m512bh)_mm512_unpacklo_epi16(rows[s], rows[3 + s]);
+            p->w[0][s][1] = (__m512bh)_mm512_unpackhi_epi16(rows[s], rows[3 + s]);
+            p->w[1][s][0] = (__m512bh)_mm512_unpacklo_epi16(rows[6 + s], _mm512_setzero_si512());
+            p->w[1][s][1] = (__m512bh)_mm512_unpackhi_epi16(rows[6 + s], _mm512_setzero_si512());
+        }
     }
+}
+
+/* An output row's three input rows at its column 0 (byte addresses at
+ * channel 0, in the padding column -pl), each stepped a column by step[r]
+ * bytes: a row in the padding is the zero vector, stepped by 0. */
+typedef struct dw_pair_rows {
+    const char *x[3];
+    int64_t step[3];
+    int64_t y0; /* element of y at (n, oh, 0, 0) */
+} dw_pair_rows;
+
+/* T output pixels from ow0 of a row, the 32 channels at c0, stride SW: the
+ * column walk of dw_walk_tile over pairs of filter rows. Column u of the
+ * tile is loaded once from each filter row and unpacked into the pairs
+ * (rows 0 and 1, row 2 and a zero) that up to three outputs take; the
+ * unpacks run beside the vdpbf16ps for free on Zen 4 (12 of them per 8
+ * unpacks took 12 cycles), so the dot products set the pace. Where
+ * `edges` (a row's first or last tile), the first and last columns are
+ * left out when they are padding; pads past one column take dw_row_any. */
+static inline __attribute__((always_inline)) void dw_pair_tile(const conv_job *j, const dw_geo *g,
+                                                                const dw_pairs *wp, const dw_pair_rows *rw,
+                                                                int64_t ow0, const int T, const int SW, int64_t c0,
+                                                                const bool edges) {
+    const int64_t C = g->C, du = ow0 * SW;
+    const int span = (T - 1) * SW + 3;
+    const bool skip_a = edges && du < g->pl, skip_z = edges && du + span - g->pl > g->W;
+    __m512bh w01[3][2], w2[3][2];
+#pragma GCC unroll 3
+    for (int s = 0; s < 3; s++)
+        for (int h = 0; h < 2; h++) w01[s][h] = wp->w[0][s][h], w2[s][h] = wp->w[1][s][h];
+    const int64_t s0 = rw->step[0], s1 = rw->step[1], s2 = rw->step[2];
+    const char *p0 = rw->x[0] + du * s0 + c0 * 2, *p1 = rw->x[1] + du * s1 + c0 * 2, *p2 = rw->x[2] + du * s2 + c0 * 2;
     vf lo[DW_PAIR_T], hi[DW_PAIR_T];
 #pragma GCC unroll 8
     for (int i = 0; i < T; i++) lo[i] = hi[i] = vf_zero();
-    const int span = (T - 1) * SW + 3;
-    const int64_t u_lo = -iw0 > 0 ? -iw0 : 0, u_hi = W - iw0;
 #pragma GCC unroll 24
-    for (int u = 0; u < span; u++) {
-        if (u < u_lo || u >= u_hi) continue;
-        const __m512i x0 = _mm512_loadu_si512(row[0] + u * step[0]), x1 = _mm512_loadu_si512(row[1] + u * step[1]);
-        const __m512i x2 = _mm512_loadu_si512(row[2] + u * step[2]), z = _mm512_setzero_si512();
+    for (int u = 0; u < span; u++, p0 += s0, p1 += s1, p2 += s2) {
+        if ((u == 0 && skip_a) || (u == span - 1 && skip_z)) continue;
+        const __m512i x0 = _mm512_loadu_si512(p0), x1 = _mm512_loadu_si512(p1), x2 = _mm512_loadu_si512(p2);
+        const __m512i z = _mm512_setzero_si512();
         const __m512bh p01l = (__m512bh)_mm512_unpacklo_epi16(x0, x1), p01h = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
         const __m512bh p2l = (__m512bh)_mm512_unpacklo_epi16(x2, z), p2h = (__m512bh)_mm512_unpackhi_epi16(x2, z);
 #pragma GCC unroll 3
         for (int s = 0; s < 3; s++) {
             if (u < s || (u - s) % SW || (u - s) / SW >= T) continue;
             const int i = (u - s) / SW;
-            lo[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(lo[i], p01l, wp->w[0][s][0]), p2l, wp->w[1][s][0]);
-            hi[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(hi[i], p01h, wp->w[0][s][1]), p2h, wp->w[1][s][1]);
+            lo[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(lo[i], p01l, w01[s][0]), p2l, w2[s][0]);
+            hi[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(hi[i], p01h, w01[s][1]), p2h, w2[s][1]);
         }
     }
     /* channel order: 0-15 are lanes 0-3 of lo, 0-3 of hi, 4-7 of lo, ... */
@@ -601,7 +653,7 @@ static inline __attribute__((always_inline)) void dw_pair_tile(const conv_job *j
         a[i] = _mm512_permutex2var_ps(lo[i], first, hi[i]);
         b[i] = _mm512_permutex2var_ps(lo[i], second, hi[i]);
     }
-    const int64_t y0 = ((n * g->P + oh) * g->Q + ow0) * C + c0;
+    const int64_t y0 = rw->y0 + ow0 * C + c0;
     if (j->d->y_dtype == TSR_BF16 && g->regs_epi_full) {
         /* vcvtne2ps2bf16: 32 outputs rounded to nearest even in one
          * instruction (vf_store_dtype takes seven per 16); it flushes
@@ -621,29 +673,54 @@ static inline __attribute__((always_inline)) void dw_pair_tile(const conv_job *j
     dw_store_tile(j, g, b, T, c0 + VL, y0 + VL, true, VL, 0);
 }
 
-static inline __attribute__((always_inline)) void dw_pair_row(const conv_job *j, const dw_geo *g, int64_t n,
-                                                               int64_t oh, int64_t c0, const int SW) {
-    dw_pairs wp;
-    dw_pairs_of(j, g->C, c0, &wp);
-    int64_t ow = 0;
-    for (; ow + DW_PAIR_T <= g->Q; ow += DW_PAIR_T) dw_pair_tile(j, g, &wp, n, oh, ow, DW_PAIR_T, SW, c0);
-    switch (g->Q - ow) {
-    case 7: dw_pair_tile(j, g, &wp, n, oh, ow, 7, SW, c0); break;
-    case 6: dw_pair_tile(j, g, &wp, n, oh, ow, 6, SW, c0); break;
-    case 5: dw_pair_tile(j, g, &wp, n, oh, ow, 5, SW, c0); break;
-    case 4: dw_pair_tile(j, g, &wp, n, oh, ow, 4, SW, c0); break;
-    case 3: dw_pair_tile(j, g, &wp, n, oh, ow, 3, SW, c0); break;
-    case 2: dw_pair_tile(j, g, &wp, n, oh, ow, 2, SW, c0); break;
-    case 1: dw_pair_tile(j, g, &wp, n, oh, ow, 1, SW, c0); break;
+/* One tile of width t (1..DW_PAIR_T), with or without edge columns. */
+static inline __attribute__((always_inline)) void dw_pair_tile_t(const conv_job *j, const dw_geo *g,
+                                                                  const dw_pairs *wp, const dw_pair_rows *rw,
+                                                                  int64_t ow, int t, const int SW, int64_t c0,
+                                                                  const bool edges) {
+    switch (t) {
+#define DW_PAIR_CASE(w)                                                                                                \
+    case w: dw_pair_tile(j, g, wp, rw, ow, w, SW, c0, edges); break;
+        DW_PAIR_CASE(1) DW_PAIR_CASE(2) DW_PAIR_CASE(3) DW_PAIR_CASE(4)
+        DW_PAIR_CASE(5) DW_PAIR_CASE(6) DW_PAIR_CASE(7)
+#undef DW_PAIR_CASE
     default: break;
     }
 }
 
-static void dw_pair_row_s1(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0) {
-    dw_pair_row(j, g, n, oh, c0, 1);
+/* Row (n, oh), the 32-channel blocks from c_lo to c_hi, each in turn in
+ * as few tiles as DW_PAIR_T allows, of widths that differ by one at most
+ * (dw_row_tiles); the row's first and last tiles test their end columns. */
+static inline __attribute__((always_inline)) void dw_pair_row(const conv_job *j, const dw_geo *g, int64_t n,
+                                                               int64_t oh, int64_t c_lo, int64_t c_hi, const int SW) {
+    const int64_t C = g->C, Q = g->Q;
+    dw_pair_rows rw = {.y0 = (n * g->P + oh) * Q * C};
+    for (int r = 0; r < 3; r++) {
+        const int64_t ih = oh * g->sh - g->pt + r * g->dh;
+        const bool in = ih >= 0 && ih < g->H;
+        rw.x[r] = in ? (const char *)j->x + ((n * g->H + ih) * g->W - g->pl) * C * 2 : (const char *)j->zero;
+        rw.step[r] = in ? C * 2 : 0;
+    }
+    const int64_t tiles = (Q + DW_PAIR_T - 1) / DW_PAIR_T, T = (Q + tiles - 1) / tiles;
+    const int64_t wide = Q - tiles * (T - 1); /* tiles T wide; the rest T - 1 */
+    const dw_pairs *pairs = (const dw_pairs *)g->pairs;
+    for (int64_t c0 = c_lo; c0 + NR <= c_hi; c0 += NR) {
+        const dw_pairs *wp = pairs + c0 / NR;
+        int64_t ow = 0;
+        for (int64_t k = 0; k < tiles; k++) {
+            const int t = (int)(k < wide ? T : T - 1);
+            if (k == 0 || k == tiles - 1) dw_pair_tile_t(j, g, wp, &rw, ow, t, SW, c0, true);
+            else dw_pair_tile_t(j, g, wp, &rw, ow, t, SW, c0, false);
+            ow += t;
+        }
+    }
 }
-static void dw_pair_row_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c0) {
-    dw_pair_row(j, g, n, oh, c0, 2);
+
+static void dw_pair_row_s1(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
+    dw_pair_row(j, g, n, oh, c_lo, c_hi, 1);
+}
+static void dw_pair_row_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
+    dw_pair_row(j, g, n, oh, c_lo, c_hi, 2);
 }
 #else
 static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
@@ -651,6 +728,13 @@ static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
     return false;
 }
 #endif
+
+/* Floats of a thread's filter copy in depthwise_run's buffer: the f32
+ * [r][s][c] filter and, for bf16 pairs, 24 bytes a channel behind it
+ * (a 32-channel block's dw_pairs), 64-byte aligned. */
+static int64_t dw_filter_floats(const tsr_conv2d_desc *d, bool pairs) {
+    return d->r * d->s * d->c + (pairs ? 6 * d->c + 16 : 0);
+}
 
 /* L1 bytes that the input rows of a chunk of channels may take, and L2
  * bytes for the input rows of a block of output rows across its chunks. */
@@ -661,7 +745,7 @@ static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
 typedef struct dw_rows {
     dw_geo g;
     dw_row_fn *walk; /* the column walk over whole vectors, or NULL */
-    void (*pair)(const conv_job *, const dw_geo *, int64_t, int64_t, int64_t); /* bf16 pairs, or NULL */
+    dw_row_fn *pair; /* the bf16 pairs over whole 32-channel blocks, or NULL */
 } dw_rows;
 
 /* Output row (n, oh), channels c_lo .. c_hi. */
@@ -687,8 +771,10 @@ static void dw_row(const conv_job *j, const dw_rows *k, int64_t n, int64_t oh, i
         }
     const int64_t whole = d->c / VL * VL, c_whole = c_hi < whole ? c_hi : whole; /* a ragged vector: dw_row_any */
     int64_t c0 = c_lo;
-    if (k->pair)
-        for (; c0 + NR <= c_hi; c0 += NR) k->pair(j, &k->g, n, oh, c0);
+    if (k->pair && c_hi - c_lo >= NR) {
+        const int64_t c_pairs = c_lo + (c_hi - c_lo) / NR * NR;
+        k->pair(j, &k->g, n, oh, c_lo, c_pairs), c0 = c_pairs;
+    }
     if (k->walk && c0 < c_whole) k->walk(j, &k->g, n, oh, c0, c_whole), c0 = c_whole;
     for (; c0 < c_hi; c0 += VL) dw_row_any(j, &k->g, n, oh, c0, d->c - c0 < VL ? d->c - c0 : VL);
 }
@@ -724,7 +810,7 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
     if (walk && j->x_dtype == TSR_BF16) k.walk = d->stride_w == 1 ? dw_row_bf16_s1 : dw_row_bf16_s2;
 #ifdef CONV_BF16
     _Static_assert(NR == 2 * VL, "the pair tiles are two vectors of channels");
-    if (j->bf) k.pair = d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2;
+    if (j->bf && walk) k.pair = d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2;
 #endif
     const int64_t es = dw_x_size(j->x_dtype), cvecs = (d->c + VL - 1) / VL, NP = d->n * j->P;
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
@@ -761,8 +847,19 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
         const bool one_row = u0 / groups == (u1 - 1) / groups;
         const int64_t v_lo = one_row ? DW_GROUP_VEC(u0 % groups) : 0,
                       v_hi = one_row ? DW_GROUP_VEC((u1 - 1) % groups + 1) : blocks * step;
-        jt.wp = bufs + t * d->r * d->s * d->c;
-        pack_depthwise(d, w, (float *)jt.wp, v_lo * VL, v_hi * VL < d->c ? v_hi * VL : d->c);
+        const int64_t c_lo = v_lo * VL, c_hi = v_hi * VL < d->c ? v_hi * VL : d->c;
+        float *own = bufs + t * dw_filter_floats(d, j->bf);
+        int64_t c_f32 = c_lo; /* the channels past the pairs' blocks: f32 */
+        jt.wp = own;
+#ifdef CONV_BF16
+        if (k.pair) {
+            dw_pairs *pairs = (dw_pairs *)(((uintptr_t)(own + d->r * d->s * d->c) + 63) & ~(uintptr_t)63);
+            c_f32 = c_lo + (c_hi - c_lo) / NR * NR;
+            dw_pairs_pack(d, w, c_lo, c_f32, pairs);
+            k.g.pairs = pairs;
+        }
+#endif
+        if (c_f32 < c_hi) pack_depthwise(d, w, own, c_f32, c_hi);
     }
     for (int64_t u = u0; u < u1;) {
         /* rows row .. row + len - 1 of n * P, vectors v0 .. v1, per_row units a row */
