@@ -151,18 +151,23 @@ static const conv_case cases[] = {
      * thread packing every channel it touches (scratch lent as NaN) */
     {1, 576, 14, 14, 576, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 576, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
     {1, 288, 4, 7, 288, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 288, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
-    /* bf16 pair tiles (at most 7 wide) from pairs packed once per thread
-     * straight from each filter format: MobileNet-v2's 14x14x576 stride 2
-     * (one 7-wide tile a row, its first column padding); 13 columns at
-     * stride 2 (the last tile's last column padding too) with a 16-channel
-     * f32 remainder; rows of 3 (one tile, both ends padding), 15 (5 + 5 +
-     * 5: a tile inside), 8 (4 + 4) and 1 */
+    /* bf16 pair walks from pairs packed once per thread straight from
+     * each filter format: MobileNet-v2's 14x14x576 stride 2 (its first
+     * column padding, its last in the image); 13 columns at stride 2 (both
+     * end columns padding) with a 16-channel f32 remainder; rows of 3, 15,
+     * 8 and 1 output; no column in the padding at stride 1 and 2 (f32 y:
+     * the epilogue per output through dw_store_tile), padding on the
+     * right only and on the left only */
     {1, 576, 14, 14, 576, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 576, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
     {2, 144, 5, 13, 144, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 144, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     {1, 64, 3, 3, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 64, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_RELU},
     {1, 96, 4, 15, 96, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 96, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
     {2, 32, 3, 8, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_NONE, 0},
     {1, 32, 2, 1, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 32, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {1, 64, 5, 9, 64, 3, 3, 1, 1, 1, 1, 0, 0, 1, 1, 64, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 32, 5, 9, 32, 3, 3, 2, 2, 0, 0, 0, 0, 1, 1, 32, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {2, 96, 4, 10, 96, 3, 3, 1, 1, 1, 1, 0, 1, 1, 1, 96, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+    {1, 64, 4, 6, 64, 3, 3, 1, 1, 1, 1, 1, 0, 1, 1, 64, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_NONE, 0},
     /* HWIO whose groups fill whole panels: read in place */
     {2, 10, 6, 7, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 8, 5, 5, 64, 3, 3, 2, 1, 2, 1, 0, 2, 1, 2, 2, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS, 0},
@@ -429,8 +434,9 @@ END_TEST
 /* Past the caches: x over 4 MiB (input ahead prefetched: depthwise rows,
  * pointwise tiles' pixels, f32 and bf16, the last tiles' past the end of x),
  * depthwise and direct (pointwise and 3x3, a ragged last panel) with y over
- * 16 MiB (stored past the caches), f32 and bf16, stride 1 and 2, on the
- * default schedule only (the reference is slow). */
+ * 16 MiB (stored past the caches) or, depthwise on AVX-512, x and y over
+ * it together, f32 and bf16, stride 1 and 2, on the default schedule only
+ * (the reference is slow). */
 START_TEST(out_of_cache) {
     tsr_context *ctx = NULL, *ref = tt_ref_context();
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
@@ -442,6 +448,12 @@ START_TEST(out_of_cache) {
         {1, 4, 130, 130, 520, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
         {2, 64, 130, 127, 40, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES, 0},
         {1, 64, 181, 190, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
+        /* bf16 depthwise with y under 16 MiB, streamed for x and y together
+         * past it; 144 and 48 channels: every other pixel's 32-channel
+         * blocks start half a line into one (stored as two halves), the
+         * 16 channels past them by the column walk */
+        {1, 144, 180, 170, 144, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 144, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_BIAS_ACT, TSR_ACT_RELU},
+        {1, 48, 430, 420, 48, 3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 48, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_RES, 0},
     };
     int ran = 0;
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {

@@ -13,12 +13,12 @@
  * no one-pixel calls: a 7-wide row is one tile. Bias and relu run per tile
  * in registers (a leading bias is where the sums start); other epilogues
  * store through dw_store_general. bf16 x and filter on a CPU with
- * AVX512_BF16 take vdpbf16ps tiles that pair filter rows (see
- * dw_pair_tile); elsewhere f16/bf16 activations are widened as loaded. The
- * filter is packed per call, by each thread for the channels it takes: as
- * f32 [r][s][c] (an f32 HWIO filter is that already), or for the pair
- * tiles as their bf16 pairs (dw_pairs_pack) and f32 for the channels past
- * the last whole 32. */
+ * AVX512_BF16 take a vdpbf16ps walk along each row that pairs filter rows
+ * (see dw_pair_row); elsewhere f16/bf16 activations are widened as loaded.
+ * The filter is packed per call, by each thread for the channels it takes:
+ * as f32 [r][s][c] (an f32 HWIO filter is that already), or for the pair
+ * walk as its bf16 pairs (dw_pairs_pack) and f32 for the channels past the
+ * last whole 32. */
 
 #include "../../arch/x86_avx2/transpose.h"
 #include "../../arch/x86_avx2/prefetch.h"
@@ -537,25 +537,38 @@ static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
            d->s == 3 && d->dilation_w == 1 && (d->stride_w == 1 || d->stride_w == 2);
 }
 
-/* Pixels per tile: 2 T accumulators, the 12 filter pairs and a column's
- * loads and unpacks in 32 zmm (GCC still keeps some pairs on the stack,
- * read once per tile). With 8, and the pairs rebuilt from the f32 filter
- * per output row, it reloaded a pair from the stack for every vdpbf16ps:
- * 14x14x576 stride 2 at batch 1 ran at 42 GFLOP/s on one thread, below
- * its f32 walk's 55 (77 now; 8 wide measured the same). */
-#define DW_PAIR_T 7
-
 /* The 12 filter pairs of 32 channels: [row pair][s][low/high half]. */
 typedef struct dw_pairs {
     __m512bh w[2][3][2];
 } dw_pairs;
 
+/* Where tap t of a [c][r][s] filter block's 32 channels lies among the
+ * block's 288 values, 9 vectors in a row (tap t of channel c is value 9 c
+ * + t): the index within each run of 64 values that a two-vector permute
+ * takes (idx) and which of the five runs holds each lane (run). The same
+ * for every block: built once per call. */
+typedef struct dw_tap_gather {
+    __m512i idx[9];
+    __mmask32 run[9][5];
+} dw_tap_gather;
+
+static void dw_tap_gather_init(dw_tap_gather *gt) {
+    uint16_t nine[32];
+    for (int i = 0; i < 32; i++) nine[i] = (uint16_t)(9 * i);
+    const __m512i e0 = _mm512_loadu_si512(nine);
+    for (int t = 0; t < 9; t++) {
+        const __m512i e = _mm512_add_epi16(e0, _mm512_set1_epi16((short)t)), part = _mm512_srli_epi16(e, 6);
+        gt->idx[t] = _mm512_and_si512(e, _mm512_set1_epi16(63));
+        for (int p = 0; p < 5; p++) gt->run[t][p] = _mm512_cmpeq_epi16_mask(part, _mm512_set1_epi16((short)p));
+    }
+}
+
 /* The 9 taps of the 32 bf16 channels at c0 of a 3x3 depthwise filter,
  * tap t at rows[t]: loaded where the filter is HWIO ([r][s][c]); where it
- * is [c][r][s] (OHWI, OIHW) the block's 288 values are 9 vectors in a row,
- * tap t of channel c value 9 c + t, gathered by five two-vector permutes
- * (one per 64 values they span). */
-static inline void dw_taps_bf16(const tsr_conv2d_desc *d, const uint16_t *w, int64_t c0, __m512i rows[9]) {
+ * is [c][r][s] (OHWI, OIHW), gathered from the block's 9 vectors by five
+ * two-vector permutes (one per 64 values they span; gt). */
+static inline void dw_taps_bf16(const tsr_conv2d_desc *d, const uint16_t *w, int64_t c0, const dw_tap_gather *gt,
+                                __m512i rows[9]) {
     if (d->filter_format == TSR_FILTER_HWIO) {
         for (int t = 0; t < 9; t++) rows[t] = _mm512_loadu_si512(w + t * d->c + c0);
         return;
@@ -563,16 +576,10 @@ static inline void dw_taps_bf16(const tsr_conv2d_desc *d, const uint16_t *w, int
     __m512i src[10];
     for (int k = 0; k < 9; k++) src[k] = _mm512_loadu_si512(w + c0 * 9 + 32 * k);
     src[9] = src[8]; /* the last 64 values' second half: past the block, never picked */
-    uint16_t nine[32];
-    for (int i = 0; i < 32; i++) nine[i] = (uint16_t)(9 * i);
-    const __m512i e0 = _mm512_loadu_si512(nine);
     for (int t = 0; t < 9; t++) {
-        const __m512i e = _mm512_add_epi16(e0, _mm512_set1_epi16((short)t)), idx = _mm512_and_si512(e, _mm512_set1_epi16(63));
-        const __m512i part = _mm512_srli_epi16(e, 6);
         __m512i v = _mm512_setzero_si512();
         for (int p = 0; p < 5; p++)
-            v = _mm512_mask_mov_epi16(v, _mm512_cmpeq_epi16_mask(part, _mm512_set1_epi16((short)p)),
-                                      _mm512_permutex2var_epi16(src[2 * p], idx, src[2 * p + 1]));
+            v = _mm512_mask_mov_epi16(v, gt->run[t][p], _mm512_permutex2var_epi16(src[2 * p], gt->idx[t], src[2 * p + 1]));
         rows[t] = v;
     }
 }
@@ -583,10 +590,12 @@ static inline void dw_taps_bf16(const tsr_conv2d_desc *d, const uint16_t *w, int
  * per output row, and with no f32 copy (built from one, the copy's stores
  * took a sixth of a 14x14x576 stride-2 call at batch 1 on two threads). */
 static void dw_pairs_pack(const tsr_conv2d_desc *d, const void *w, int64_t c_lo, int64_t c_hi, dw_pairs *pairs) {
+    dw_tap_gather gt;
+    if (d->filter_format != TSR_FILTER_HWIO) dw_tap_gather_init(&gt);
     for (int64_t c0 = c_lo; c0 < c_hi; c0 += NR) {
         dw_pairs *p = pairs + c0 / NR;
         __m512i rows[9];
-        dw_taps_bf16(d, (const uint16_t *)w, c0, rows);
+        dw_taps_bf16(d, (const uint16_t *)w, c0, &gt, rows);
         for (int s = 0; s < 3; s++) {
             p->w[0][s][0] = (__m512bh)_mm512_unpacklo_epi16(rows[s], rows[3 + s]);
             p->w[0][s][1] = (__m512bh)_mm512_unpackhi_epi16(rows[s], rows[3 + s]);
@@ -596,132 +605,181 @@ static void dw_pairs_pack(const tsr_conv2d_desc *d, const void *w, int64_t c_lo,
     }
 }
 
-/* An output row's three input rows at its column 0 (byte addresses at
- * channel 0, in the padding column -pl), each stepped a column by step[r]
- * bytes: a row in the padding is the zero vector, stepped by 0. */
-typedef struct dw_pair_rows {
-    const char *x[3];
-    int64_t step[3];
-    int64_t y0; /* element of y at (n, oh, 0, 0) */
-} dw_pair_rows;
+/* How the pair walk stores an output, read once per row into locals:
+ * stores to y may alias j and g, so read through them each was reloaded
+ * per output. */
+typedef struct dw_pair_epi {
+    const float *bias_f; /* a leading f32 bias step's data, or NULL */
+    const void *bias;    /* a leading bias step of another dtype, or NULL */
+    tsr_dtype bias_t;
+    float floor; /* relu: 0; else -inf (max(floor, x) keeps a NaN x) */
+    bool stream;
+} dw_pair_epi;
 
-/* T output pixels from ow0 of a row, the 32 channels at c0, stride SW: the
- * column walk of dw_walk_tile over pairs of filter rows. Column u of the
- * tile is loaded once from each filter row and unpacked into the pairs
- * (rows 0 and 1, row 2 and a zero) that up to three outputs take; the
- * unpacks run beside the vdpbf16ps for free on Zen 4 (12 of them per 8
- * unpacks took 12 cycles), so the dot products set the pace. Where
- * `edges` (a row's first or last tile), the first and last columns are
- * left out when they are padding; pads past one column take dw_row_any. */
-static inline __attribute__((always_inline)) void dw_pair_tile(const conv_job *j, const dw_geo *g,
-                                                                const dw_pairs *wp, const dw_pair_rows *rw,
-                                                                int64_t ow0, const int T, const int SW, int64_t c0,
-                                                                const bool edges) {
-    const int64_t C = g->C, du = ow0 * SW;
-    const int span = (T - 1) * SW + 3;
-    const bool skip_a = edges && du < g->pl, skip_z = edges && du + span - g->pl > g->W;
-    __m512bh w01[3][2], w2[3][2];
+/* Whether the pair walk applies the epilogue itself: bf16 y after a bias
+ * and relu at most. Other epilogues take dw_store_tile per output
+ * (instances of their own: with both ways in one, GCC kept the sums on
+ * the stack in both). */
+static bool dw_pair_fast(const conv_job *j, const dw_geo *g) {
+    return j->d->y_dtype == TSR_BF16 && g->regs_epi_full && g->walk_epi != DW_EPI_STEPS;
+}
+
+static inline dw_pair_epi dw_pair_epi_of(const conv_job *j, const dw_geo *g) {
+    const tsr_epilogue_step *b = g->bias0 ? &j->epi->steps[0] : NULL;
+    return (dw_pair_epi){.bias_f = b && b->dtype == TSR_F32 ? (const float *)b->data : NULL,
+                         .bias = b && b->dtype != TSR_F32 ? b->data : NULL, .bias_t = b ? b->dtype : TSR_F32,
+                         .floor = g->walk_epi == DW_EPI_RELU ? 0.0f : -INFINITY, .stream = j->stream_y};
+}
+
+/* The sums of one output pixel's 32 channels, in the unpack order. */
+typedef struct dw_pacc {
+    vf lo, hi;
+} dw_pacc;
+
+/* What the walk of one 32-channel block holds in registers. */
+typedef struct dw_pair_regs {
+    __m512bh w01[3][2], w2[3][2]; /* the filter pairs (dw_pairs) */
+    vf ba, bb, floor;             /* the bias of channels c0 and c0 + VL; the relu floor */
+} dw_pair_regs;
+
+/* Column u of the walk, its pixel at p0, p1, p2 in the three input rows:
+ * loaded once and unpacked into the pairs (rows 0 and 1, row 2 and a
+ * zero) that the outputs taking it through tap s add into *o[s] (NULL:
+ * no output). */
+static inline __attribute__((always_inline)) void dw_pair_col(const dw_pair_regs *k, const char *p0, const char *p1,
+                                                               const char *p2, dw_pacc *o0, dw_pacc *o1,
+                                                               dw_pacc *o2) {
+    const __m512i x0 = _mm512_loadu_si512(p0), x1 = _mm512_loadu_si512(p1), x2 = _mm512_loadu_si512(p2);
+    const __m512i z = _mm512_setzero_si512();
+    const __m512bh p01l = (__m512bh)_mm512_unpacklo_epi16(x0, x1), p01h = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
+    const __m512bh p2l = (__m512bh)_mm512_unpacklo_epi16(x2, z), p2h = (__m512bh)_mm512_unpackhi_epi16(x2, z);
+    dw_pacc *o[3] = {o0, o1, o2};
 #pragma GCC unroll 3
-    for (int s = 0; s < 3; s++)
-        for (int h = 0; h < 2; h++) w01[s][h] = wp->w[0][s][h], w2[s][h] = wp->w[1][s][h];
-    const int64_t s0 = rw->step[0], s1 = rw->step[1], s2 = rw->step[2];
-    const char *p0 = rw->x[0] + du * s0 + c0 * 2, *p1 = rw->x[1] + du * s1 + c0 * 2, *p2 = rw->x[2] + du * s2 + c0 * 2;
-    vf lo[DW_PAIR_T], hi[DW_PAIR_T];
-#pragma GCC unroll 8
-    for (int i = 0; i < T; i++) lo[i] = hi[i] = vf_zero();
-#pragma GCC unroll 24
-    for (int u = 0; u < span; u++, p0 += s0, p1 += s1, p2 += s2) {
-        if ((u == 0 && skip_a) || (u == span - 1 && skip_z)) continue;
-        const __m512i x0 = _mm512_loadu_si512(p0), x1 = _mm512_loadu_si512(p1), x2 = _mm512_loadu_si512(p2);
-        const __m512i z = _mm512_setzero_si512();
-        const __m512bh p01l = (__m512bh)_mm512_unpacklo_epi16(x0, x1), p01h = (__m512bh)_mm512_unpackhi_epi16(x0, x1);
-        const __m512bh p2l = (__m512bh)_mm512_unpacklo_epi16(x2, z), p2h = (__m512bh)_mm512_unpackhi_epi16(x2, z);
-#pragma GCC unroll 3
-        for (int s = 0; s < 3; s++) {
-            if (u < s || (u - s) % SW || (u - s) / SW >= T) continue;
-            const int i = (u - s) / SW;
-            lo[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(lo[i], p01l, w01[s][0]), p2l, w2[s][0]);
-            hi[i] = _mm512_dpbf16_ps(_mm512_dpbf16_ps(hi[i], p01h, w01[s][1]), p2h, w2[s][1]);
-        }
+    for (int s = 0; s < 3; s++) {
+        if (!o[s]) continue;
+        o[s]->lo = _mm512_dpbf16_ps(_mm512_dpbf16_ps(o[s]->lo, p01l, k->w01[s][0]), p2l, k->w2[s][0]);
+        o[s]->hi = _mm512_dpbf16_ps(_mm512_dpbf16_ps(o[s]->hi, p01h, k->w01[s][1]), p2h, k->w2[s][1]);
     }
+}
+
+/* An output's sums brought back to channel order, its epilogue applied
+ * and stored at element y of y (channels c0 ..). */
+static inline __attribute__((always_inline)) void dw_pair_put(const conv_job *j, const dw_geo *g,
+                                                               const dw_pair_regs *k, const dw_pacc *acc, int64_t y,
+                                                               int64_t c0, const bool stream, const bool fast) {
     /* channel order: 0-15 are lanes 0-3 of lo, 0-3 of hi, 4-7 of lo, ... */
     const __m512i first = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
     const __m512i second = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-    vf a[DW_PAIR_T], b[DW_PAIR_T];
-#pragma GCC unroll 8
-    for (int i = 0; i < T; i++) {
-        a[i] = _mm512_permutex2var_ps(lo[i], first, hi[i]);
-        b[i] = _mm512_permutex2var_ps(lo[i], second, hi[i]);
-    }
-    const int64_t y0 = rw->y0 + ow0 * C + c0;
-    if (j->d->y_dtype == TSR_BF16 && g->regs_epi_full) {
-        /* vcvtne2ps2bf16: 32 outputs rounded to nearest even in one
-         * instruction (vf_store_dtype takes seven per 16); it flushes
-         * denormals, which bf16 activations do not carry */
-        dw_epilogue_regs(j->epi, 0, a, T, c0, VL);
-        dw_epilogue_regs(j->epi, 0, b, T, c0 + VL, VL);
-#pragma GCC unroll 8
-        for (int i = 0; i < T; i++) {
-            uint16_t *p = (uint16_t *)j->y + y0 + i * C;
-            const __m512i v = (__m512i)_mm512_cvtne2ps_pbh(b[i], a[i]);
-            if (j->stream_y && !((uintptr_t)p % 64)) _mm512_stream_si512((void *)p, v);
-            else _mm512_storeu_si512(p, v);
-        }
+    vf a = _mm512_permutex2var_ps(acc->lo, first, acc->hi), b = _mm512_permutex2var_ps(acc->lo, second, acc->hi);
+    if (!fast) {
+        dw_store_tile(j, g, &a, 1, c0, y, true, VL, 0);
+        dw_store_tile(j, g, &b, 1, c0 + VL, y + VL, true, VL, 0);
         return;
     }
-    dw_store_tile(j, g, a, T, c0, y0, true, VL, 0);
-    dw_store_tile(j, g, b, T, c0 + VL, y0 + VL, true, VL, 0);
+    a = vf_max(k->floor, vf_add(a, k->ba)), b = vf_max(k->floor, vf_add(b, k->bb));
+    /* vcvtne2ps2bf16: 32 outputs rounded to nearest even in one
+     * instruction (vf_store_dtype takes seven per 16); it flushes
+     * denormals, which bf16 activations do not carry */
+    uint16_t *p = (uint16_t *)j->y + y;
+    const __m512i v = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+    if (stream && !((uintptr_t)p % 64)) _mm512_stream_si512((void *)p, v);
+    else if (stream && !((uintptr_t)p % 32)) { /* C an odd multiple of 16: lines in halves, not cached */
+        _mm256_stream_si256((__m256i *)p, _mm512_castsi512_si256(v));
+        _mm256_stream_si256((__m256i *)(p + 16), _mm512_extracti64x4_epi64(v, 1));
+    } else _mm512_storeu_si512(p, v);
 }
 
-/* One tile of width t (1..DW_PAIR_T), with or without edge columns. */
-static inline __attribute__((always_inline)) void dw_pair_tile_t(const conv_job *j, const dw_geo *g,
-                                                                  const dw_pairs *wp, const dw_pair_rows *rw,
-                                                                  int64_t ow, int t, const int SW, int64_t c0,
-                                                                  const bool edges) {
-    switch (t) {
-#define DW_PAIR_CASE(w)                                                                                                \
-    case w: dw_pair_tile(j, g, wp, rw, ow, w, SW, c0, edges); break;
-        DW_PAIR_CASE(1) DW_PAIR_CASE(2) DW_PAIR_CASE(3) DW_PAIR_CASE(4)
-        DW_PAIR_CASE(5) DW_PAIR_CASE(6) DW_PAIR_CASE(7)
-#undef DW_PAIR_CASE
-    default: break;
-    }
-}
-
-/* Row (n, oh), the 32-channel blocks from c_lo to c_hi, each in turn in
- * as few tiles as DW_PAIR_T allows, of widths that differ by one at most
- * (dw_row_tiles); the row's first and last tiles test their end columns. */
+/* Row (n, oh) of bf16 x and filter with AVX512_BF16, a 3x3 filter
+ * (dilation_w 1, stride_w SW 1 or 2, pads of one column at most), the
+ * 32-channel blocks from c_lo to c_hi in turn: the column walk of
+ * dw_walk_tile over pairs of filter rows, one column at a time along the
+ * whole row. Each column is loaded once from each filter row and unpacked
+ * into the pairs that up to three outputs take; the unpacks run beside the
+ * vdpbf16ps for free on Zen 4 (12 of them per 8 unpacks took 12 cycles),
+ * so the dot products set the pace. An output is stored as soon as its
+ * last column is in, so that only the outputs a column feeds (three at
+ * stride 1, two at stride 2) hold registers, beside the 12 filter pairs.
+ * Tiles of up to 7 outputs, their sums kept to the tile's end, read two
+ * columns more than they had outputs, and GCC spilled sums and pairs, 33
+ * stack stores a tile, which queued behind the stores to y where those
+ * waited for their lines from memory (Zen 4, one thread, 28x28x192: 27.4
+ * -> 22.2 us a call at batch 1, 774 -> 508 us at batch 20 with y through
+ * the caches). A column in the padding (the row's first or last only) is
+ * left out. */
 static inline __attribute__((always_inline)) void dw_pair_row(const conv_job *j, const dw_geo *g, int64_t n,
-                                                               int64_t oh, int64_t c_lo, int64_t c_hi, const int SW) {
-    const int64_t C = g->C, Q = g->Q;
-    dw_pair_rows rw = {.y0 = (n * g->P + oh) * Q * C};
-    for (int r = 0; r < 3; r++) {
+                                                               int64_t oh, int64_t c_lo, int64_t c_hi, const int SW,
+                                                               const bool fast) {
+    const int64_t C = g->C, Q = g->Q, span = (Q - 1) * SW + 3;
+    const char *x[3];
+    int64_t step[3];
+    for (int r = 0; r < 3; r++) { /* at column -pl; a row in the padding reads zeros, in place */
         const int64_t ih = oh * g->sh - g->pt + r * g->dh;
         const bool in = ih >= 0 && ih < g->H;
-        rw.x[r] = in ? (const char *)j->x + ((n * g->H + ih) * g->W - g->pl) * C * 2 : (const char *)j->zero;
-        rw.step[r] = in ? C * 2 : 0;
+        x[r] = in ? (const char *)j->x + ((n * g->H + ih) * g->W - g->pl) * C * 2 : (const char *)j->zero;
+        step[r] = in ? C * 2 : 0;
     }
-    const int64_t tiles = (Q + DW_PAIR_T - 1) / DW_PAIR_T, T = (Q + tiles - 1) / tiles;
-    const int64_t wide = Q - tiles * (T - 1); /* tiles T wide; the rest T - 1 */
-    const dw_pairs *pairs = (const dw_pairs *)g->pairs;
+    const bool pad_a = g->pl > 0, pad_z = span - g->pl > g->W;
+    const dw_pair_epi e = dw_pair_epi_of(j, g);
+    const bool stream = e.stream;
+    const int64_t s0 = step[0], s1 = step[1], s2 = step[2];
     for (int64_t c0 = c_lo; c0 + NR <= c_hi; c0 += NR) {
-        const dw_pairs *wp = pairs + c0 / NR;
-        int64_t ow = 0;
-        for (int64_t k = 0; k < tiles; k++) {
-            const int t = (int)(k < wide ? T : T - 1);
-            if (k == 0 || k == tiles - 1) dw_pair_tile_t(j, g, wp, &rw, ow, t, SW, c0, true);
-            else dw_pair_tile_t(j, g, wp, &rw, ow, t, SW, c0, false);
-            ow += t;
+        const dw_pairs *wp = (const dw_pairs *)g->pairs + c0 / NR;
+        dw_pair_regs k = {
+            .ba = e.bias_f ? vf_load(e.bias_f + c0) : e.bias ? vf_load_dtype(e.bias, e.bias_t, c0) : vf_zero(),
+            .bb = e.bias_f ? vf_load(e.bias_f + c0 + VL) : e.bias ? vf_load_dtype(e.bias, e.bias_t, c0 + VL) : vf_zero(),
+            .floor = vf_set1(e.floor)};
+        for (int s = 0; s < 3; s++)
+            for (int h = 0; h < 2; h++) k.w01[s][h] = wp->w[0][s][h], k.w2[s][h] = wp->w[1][s][h];
+        const char *p0 = x[0] + c0 * 2, *p1 = x[1] + c0 * 2, *p2 = x[2] + c0 * 2;
+        int64_t y = (n * g->P + oh) * Q * C + c0;
+        const dw_pacc zero = {vf_zero(), vf_zero()};
+        if (SW == 1) {
+            /* column u feeds outputs u (tap 0, into c), u - 1 (b) and u - 2
+             * (a, then complete); columns 0 and 1 complete none */
+            dw_pacc a = zero, b = zero, c = zero;
+            int64_t u = 0;
+            if (pad_a) p0 += s0, p1 += s1, p2 += s2, u = 1; /* column 0: zeros, out 0 in b as it is */
+            for (; u < 2; u++, p0 += s0, p1 += s1, p2 += s2) {
+                c = zero;
+                dw_pair_col(&k, p0, p1, p2, &c, u ? &b : NULL, NULL);
+                a = b, b = c;
+            }
+            const int64_t u_end = pad_z ? span - 1 : span; /* the last column may be padding */
+            for (; u < u_end; u++, p0 += s0, p1 += s1, p2 += s2, y += C) {
+                c = zero;
+                dw_pair_col(&k, p0, p1, p2, &c, &b, &a);
+                dw_pair_put(j, g, &k, &a, y, c0, stream, fast);
+                a = b, b = c;
+            }
+            if (pad_z) dw_pair_put(j, g, &k, &a, y, c0, stream, fast);
+        } else {
+            /* output i: column 2i (tap 0), 2i + 1 (tap 1), 2i + 2 (tap 2,
+             * and tap 0 of output i + 1) */
+            dw_pacc a = zero, b;
+            if (!pad_a) dw_pair_col(&k, p0, p1, p2, &a, NULL, NULL);
+            p0 += s0, p1 += s1, p2 += s2;
+            for (int64_t i = 0; i < Q; i++, y += C) {
+                dw_pair_col(&k, p0, p1, p2, NULL, &a, NULL);
+                p0 += s0, p1 += s1, p2 += s2;
+                b = zero;
+                if (i < Q - 1 || !pad_z) dw_pair_col(&k, p0, p1, p2, &b, NULL, &a);
+                p0 += s0, p1 += s1, p2 += s2;
+                dw_pair_put(j, g, &k, &a, y, c0, stream, fast);
+                a = b;
+            }
         }
     }
 }
 
-static void dw_pair_row_s1(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
-    dw_pair_row(j, g, n, oh, c_lo, c_hi, 1);
-}
-static void dw_pair_row_s2(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {
-    dw_pair_row(j, g, n, oh, c_lo, c_hi, 2);
-}
+#define DW_PAIR_ROW(name, SW, fast)                                                                                    \
+    static void name(const conv_job *j, const dw_geo *g, int64_t n, int64_t oh, int64_t c_lo, int64_t c_hi) {          \
+        dw_pair_row(j, g, n, oh, c_lo, c_hi, SW, fast);                                                                \
+    }
+DW_PAIR_ROW(dw_pair_row_s1, 1, true)
+DW_PAIR_ROW(dw_pair_row_s2, 2, true)
+DW_PAIR_ROW(dw_pair_row_s1_any, 1, false)
+DW_PAIR_ROW(dw_pair_row_s2_any, 2, false)
+#undef DW_PAIR_ROW
 #else
 static bool depthwise_dpbf16(const tsr_context *ctx, const tsr_conv2d_desc *d) {
     (void)ctx, (void)d;
@@ -809,12 +867,14 @@ static void depthwise_run(const conv_job *job, const void *w, float *bufs) {
     if (walk && j->x_dtype == TSR_F32) k.walk = d->stride_w == 1 ? dw_row_f32_s1 : dw_row_f32_s2;
     if (walk && j->x_dtype == TSR_BF16) k.walk = d->stride_w == 1 ? dw_row_bf16_s1 : dw_row_bf16_s2;
 #ifdef CONV_BF16
-    _Static_assert(NR == 2 * VL, "the pair tiles are two vectors of channels");
-    if (j->bf && walk) k.pair = d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2;
+    _Static_assert(NR == 2 * VL, "the pair walk takes two vectors of channels");
+    if (j->bf && walk)
+        k.pair = dw_pair_fast(j, &k.g) ? (d->stride_w == 1 ? dw_pair_row_s1 : dw_pair_row_s2)
+                                       : (d->stride_w == 1 ? dw_pair_row_s1_any : dw_pair_row_s2_any);
 #endif
     const int64_t es = dw_x_size(j->x_dtype), cvecs = (d->c + VL - 1) / VL, NP = d->n * j->P;
     const int nt = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t step = k.pair ? NV : 1, blocks = (cvecs + step - 1) / step; /* a pair tile takes NV vectors */
+    const int64_t step = k.pair ? NV : 1, blocks = (cvecs + step - 1) / step; /* a pair walk takes NV vectors */
     /* channel groups: as many as rows fall short of 4 per thread. Rows are
      * split among the threads, each packing the whole filter, where a group
      * per thread had packed only its own channels: on Zen 3 (AVX2, two
