@@ -293,15 +293,32 @@ static inline __attribute__((always_inline)) vf dw_fma_x(vf acc, vf w, const cha
     return acc;
 }
 
+/* A leading bias step (dw_geo.bias0), where the walks' sums start: f32
+ * data loaded as is (f), another dtype converted (p), or neither. */
+typedef struct dw_lead_bias {
+    const float *f;
+    const void *p;
+    tsr_dtype t;
+} dw_lead_bias;
+
+static inline dw_lead_bias dw_lead_bias_of(const conv_job *j, const dw_geo *g) {
+    const tsr_epilogue_step *b = g->bias0 ? &j->epi->steps[0] : NULL;
+    return (dw_lead_bias){.f = b && b->dtype == TSR_F32 ? (const float *)b->data : NULL,
+                          .p = b && b->dtype != TSR_F32 ? b->data : NULL, .t = b ? b->dtype : TSR_F32};
+}
+
+/* The lead bias of the VL channels at c0 (zeros where there is none). */
+static inline __attribute__((always_inline)) vf dw_lead_bias_at(const dw_lead_bias *b, int64_t c0) {
+    return b->f ? vf_load(b->f + c0) : b->p ? vf_load_dtype(b->p, b->t, c0) : vf_zero();
+}
+
 /* What the column walk's tiles of a span share, read once per span into
  * locals: read through j and g per tile, each was reloaded after the
  * stores to y (which may alias them), 40 instructions a tile at 7x7x960. */
 typedef struct dw_walk_at {
     int64_t C, xstep, rstep;
     const char *zero;    /* a vector of zeros: an edge column in the padding */
-    const float *bias_f; /* a leading f32 bias step's data (where the sums start), or NULL */
-    const void *bias;    /* a leading bias step of another dtype, or NULL */
-    tsr_dtype bias_t;
+    dw_lead_bias bias;
     float *y_fast; /* f32 y stored from registers (relu or nothing after the bias), or NULL */
     bool relu;
 } dw_walk_at;
@@ -345,7 +362,7 @@ static inline __attribute__((always_inline)) void dw_walk_tile(const conv_job *j
                                                                 int64_t c0, const char *xr, const float *wr,
                                                                 const bool edges) {
     const int64_t C = k->C, xstep = k->xstep, xstep3 = 3 * xstep, rstep = k->rstep;
-    const vf start = k->bias_f ? vf_load(k->bias_f + c0) : k->bias ? vf_load_dtype(k->bias, k->bias_t, c0) : vf_zero();
+    const vf start = dw_lead_bias_at(&k->bias, c0);
     vf acc[DW_TMAX];
 #pragma GCC unroll 16
     for (int i = 0; i < T; i++) acc[i] = start;
@@ -408,11 +425,8 @@ static inline __attribute__((always_inline)) void dw_walk_span(const conv_job *j
                                                                 int64_t c_hi) {
     const dw_span_at at = dw_span_at_ow(g, row, ow);
     const int64_t es = dw_x_size(xt);
-    const tsr_epilogue_step *b = g->bias0 ? &j->epi->steps[0] : NULL;
     const dw_walk_at k = {.C = g->C, .xstep = g->C * es, .rstep = g->dh * g->W * g->C * es,
-                          .zero = (const char *)j->zero,
-                          .bias_f = b && b->dtype == TSR_F32 ? (const float *)b->data : NULL,
-                          .bias = b && b->dtype != TSR_F32 ? b->data : NULL, .bias_t = b ? b->dtype : TSR_F32,
+                          .zero = (const char *)j->zero, .bias = dw_lead_bias_of(j, g),
                           .y_fast = g->walk_epi != DW_EPI_STEPS && g->y_f32 && !j->stream_y ? (float *)j->y : NULL,
                           .relu = g->walk_epi == DW_EPI_RELU};
     const char *xr = (const char *)j->x + (at.x0 + c_lo) * es;
@@ -609,9 +623,7 @@ static void dw_pairs_pack(const tsr_conv2d_desc *d, const void *w, int64_t c_lo,
  * stores to y may alias j and g, so read through them each was reloaded
  * per output. */
 typedef struct dw_pair_epi {
-    const float *bias_f; /* a leading f32 bias step's data, or NULL */
-    const void *bias;    /* a leading bias step of another dtype, or NULL */
-    tsr_dtype bias_t;
+    dw_lead_bias bias;
     float floor; /* relu: 0; else -inf (max(floor, x) keeps a NaN x) */
     bool stream;
 } dw_pair_epi;
@@ -625,9 +637,7 @@ static bool dw_pair_fast(const conv_job *j, const dw_geo *g) {
 }
 
 static inline dw_pair_epi dw_pair_epi_of(const conv_job *j, const dw_geo *g) {
-    const tsr_epilogue_step *b = g->bias0 ? &j->epi->steps[0] : NULL;
-    return (dw_pair_epi){.bias_f = b && b->dtype == TSR_F32 ? (const float *)b->data : NULL,
-                         .bias = b && b->dtype != TSR_F32 ? b->data : NULL, .bias_t = b ? b->dtype : TSR_F32,
+    return (dw_pair_epi){.bias = dw_lead_bias_of(j, g),
                          .floor = g->walk_epi == DW_EPI_RELU ? 0.0f : -INFINITY, .stream = j->stream_y};
 }
 
@@ -725,8 +735,8 @@ static inline __attribute__((always_inline)) void dw_pair_row(const conv_job *j,
     for (int64_t c0 = c_lo; c0 + NR <= c_hi; c0 += NR) {
         const dw_pairs *wp = (const dw_pairs *)g->pairs + c0 / NR;
         dw_pair_regs k = {
-            .ba = e.bias_f ? vf_load(e.bias_f + c0) : e.bias ? vf_load_dtype(e.bias, e.bias_t, c0) : vf_zero(),
-            .bb = e.bias_f ? vf_load(e.bias_f + c0 + VL) : e.bias ? vf_load_dtype(e.bias, e.bias_t, c0 + VL) : vf_zero(),
+            .ba = dw_lead_bias_at(&e.bias, c0),
+            .bb = dw_lead_bias_at(&e.bias, c0 + VL),
             .floor = vf_set1(e.floor)};
         for (int s = 0; s < 3; s++)
             for (int h = 0; h < 2; h++) k.w01[s][h] = wp->w[0][s][h], k.w2[s][h] = wp->w[1][s][h];
