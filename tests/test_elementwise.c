@@ -763,22 +763,30 @@ START_TEST(every_context_rowwise) {
     tt_context cs[TT_MAX_CONTEXTS];
     int nc = tt_contexts_open("elementwise", cs, TT_MAX_CONTEXTS);
     tsr_context *ref = tt_ref_context();
-    const int64_t cols[] = {1, 7, 31, 1000, 4097}, rows[] = {1, 13};
+    /* 1032 and 4096: CUDA's vector kernel (rows of 8-multiples in 16-byte
+     * vectors; 1032 leaves most threads one group short), 4097 its scalar
+     * fallback. Layouts: dense; rows 3 and 5 elements apart past cols
+     * (misaligned); 8 and 16 apart with gamma and beta one float in (rows
+     * aligned, gamma read per element; not on OpenCL, whose buffers take no
+     * offset), also run in place where the dtypes match. */
+    const int64_t cols[] = {1, 7, 31, 1000, 1032, 4096, 4097}, rows[] = {1, 13};
     for (int c = 0; c < nc; c++)
         for (int ri = 0; ri < 2; ri++)
-            for (int ci = 0; ci < 5; ci++)
+            for (int ci = 0; ci < 7; ci++)
                 for (int t = 0; t < NELEM(pairs); t++)
-                    for (int strided = 0; strided < 2; strided++) {
+                    for (int strided = 0; strided < 3; strided++) {
                         const int64_t R = rows[ri], C = cols[ci];
-                        const int64_t XS = strided ? C + 3 : C, YS = strided ? C + 5 : C;
+                        const int64_t XS = C + (strided == 1 ? 3 : strided == 2 ? 8 : 0);
+                        const int64_t YS = C + (strided == 1 ? 5 : strided == 2 ? 16 : 0);
+                        const int go = strided == 2 && !tt_handles(cs[c].ctx); /* gamma and beta offset */
                         const tsr_dtype xt = pairs[t].x, yt = pairs[t].y;
                         const size_t ex = tsr_dtype_size(xt), ey = tsr_dtype_size(yt);
                         const int64_t nx = R * XS, ny = R * YS;
                         void *x = malloc((size_t)nx * ex), *y1 = malloc((size_t)ny * ey), *y2 = malloc((size_t)ny * ey);
-                        float *g = malloc(sizeof(float) * (size_t)C), *b = malloc(sizeof(float) * (size_t)C);
+                        float *g = malloc(sizeof(float) * (size_t)(C + 1)), *b = malloc(sizeof(float) * (size_t)(C + 1));
                         tt_fill(x, xt, nx, 70 + (uint64_t)ci, -5, 5);
-                        tt_fill(g, TSR_F32, C, 71, 0.5f, 1.5f);
-                        tt_fill(b, TSR_F32, C, 72, -1, 1);
+                        tt_fill(g, TSR_F32, C + 1, 71, 0.5f, 1.5f);
+                        tt_fill(b, TSR_F32, C + 1, 72, -1, 1);
                         /* softmax reads a copy with masked (-inf) entries in every other row,
                          * a NaN in row 3, a +inf in row 5 and a row of -inf (row 7) */
                         void *xm = malloc((size_t)nx * ex);
@@ -796,8 +804,9 @@ START_TEST(every_context_rowwise) {
                                 else memcpy((char *)xm + at, &h, sizeof h);
                             }
                         void *dx = tt_upload(cs[c].ctx, x, (size_t)nx * ex), *dxm = tt_upload(cs[c].ctx, xm, (size_t)nx * ex);
-                        void *dg = tt_upload(cs[c].ctx, g, sizeof(float) * (size_t)C);
-                        void *db = tt_upload(cs[c].ctx, b, sizeof(float) * (size_t)C);
+                        void *dg = tt_upload(cs[c].ctx, g, sizeof(float) * (size_t)(C + 1));
+                        void *db = tt_upload(cs[c].ctx, b, sizeof(float) * (size_t)(C + 1));
+                        const float *hg = g + go, *hb = b + go, *dgo = (const float *)dg + go, *dbo = (const float *)db + go;
                         tsr_rowwise_desc d = rw(R, C);
                         d.x_dtype = xt, d.y_dtype = yt;
                         d.x_row_stride = strided ? XS : 0, d.y_row_stride = strided ? YS : 0;
@@ -805,19 +814,38 @@ START_TEST(every_context_rowwise) {
                             tt_fill(y1, yt, ny, 73, -9, 9);
                             void *dy = tt_upload(cs[c].ctx, y1, (size_t)ny * ey);
                             tsr_status s1 = op == 0 ? tsr_softmax(ref, &d, xm, y1)
-                                          : op == 1 ? tsr_layernorm(ref, &d, x, g, b, y1)
-                                                    : tsr_rmsnorm(ref, &d, x, g, y1);
+                                          : op == 1 ? tsr_layernorm(ref, &d, x, hg, hb, y1)
+                                                    : tsr_rmsnorm(ref, &d, x, hg, y1);
                             tsr_status s2 = op == 0 ? tsr_softmax(cs[c].ctx, &d, dxm, dy)
-                                          : op == 1 ? tsr_layernorm(cs[c].ctx, &d, dx, dg, db, dy)
-                                                    : tsr_rmsnorm(cs[c].ctx, &d, dx, dg, dy);
+                                          : op == 1 ? tsr_layernorm(cs[c].ctx, &d, dx, dgo, dbo, dy)
+                                                    : tsr_rmsnorm(cs[c].ctx, &d, dx, dgo, dy);
                             ck_assert_msg(s1 == TSR_OK && s2 == TSR_OK, "%s", tsr_last_error());
                             tt_download(cs[c].ctx, y2, dy, (size_t)ny * ey);
-                            char what[96];
+                            char what[160];
                             snprintf(what, sizeof what, "%s %s %lldx%lld%s %s->%s", cs[c].label,
                                      op == 0 ? "softmax" : op == 1 ? "layernorm" : "rmsnorm", (long long)R,
-                                     (long long)C, strided ? " strided" : "", tsr_dtype_name(xt), tsr_dtype_name(yt));
+                                     (long long)C, strided == 1 ? " strided" : strided ? " strided 16" : "",
+                                     tsr_dtype_name(xt), tsr_dtype_name(yt));
                             double rtol = tt_rtol(yt, C), atol = op == 0 ? 1e-7 : rtol;
                             ck_assert_msg(tt_compare(what, y2, y1, yt, ny, atol, rtol) == 0, "%s", what);
+                            if (strided == 2 && xt == yt) { /* in place over x's rows */
+                                tsr_rowwise_desc di = d;
+                                di.y_row_stride = XS;
+                                void *ip = tt_upload(cs[c].ctx, op == 0 ? xm : x, (size_t)nx * ex);
+                                void *want = malloc((size_t)nx * ex), *got = malloc((size_t)nx * ex);
+                                memcpy(want, op == 0 ? xm : x, (size_t)nx * ex);
+                                s1 = op == 0 ? tsr_softmax(ref, &di, want, want)
+                                   : op == 1 ? tsr_layernorm(ref, &di, want, hg, hb, want)
+                                             : tsr_rmsnorm(ref, &di, want, hg, want);
+                                s2 = op == 0 ? tsr_softmax(cs[c].ctx, &di, ip, ip)
+                                   : op == 1 ? tsr_layernorm(cs[c].ctx, &di, ip, dgo, dbo, ip)
+                                             : tsr_rmsnorm(cs[c].ctx, &di, ip, dgo, ip);
+                                ck_assert_msg(s1 == TSR_OK && s2 == TSR_OK, "%s", tsr_last_error());
+                                tt_download(cs[c].ctx, got, ip, (size_t)nx * ex);
+                                strcat(what, " in place");
+                                ck_assert_msg(tt_compare(what, got, want, xt, nx, atol, rtol) == 0, "%s", what);
+                                tt_free(cs[c].ctx, ip), free(want), free(got);
+                            }
                             tt_free(cs[c].ctx, dy);
                         }
                         tt_free(cs[c].ctx, dx), tt_free(cs[c].ctx, dxm), tt_free(cs[c].ctx, dg), tt_free(cs[c].ctx, db);
