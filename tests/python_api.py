@@ -16,6 +16,7 @@ the built libtessera.so; meson does both (tests/meson.build).
 import ctypes
 import math
 import os
+import re
 import subprocess
 import sys
 import traceback
@@ -773,8 +774,11 @@ def module_info():
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
     for frag in (f"tessera {tessera.version()}", "library: ", "ctypes structs: match the library", "cpu:0: ",
-                 "ISA features: ", "tuning table: ", "cuda: "):
+                 "ISA features: ", "tuning table: "):
         assert frag in out, f"`python -m tessera info` lacks {frag!r}:\n{out}"
+    # the CUDA line either way: "cuda: none (why)" without a GPU, "cuda:0: name, ..." with one
+    assert re.search(r"^  cuda(: none \(|:0: )", out, re.M), f"`python -m tessera info` has no cuda line:\n{out}"
+    assert "driver driver" not in out, out
     print("  " + out.strip().replace("\n", "\n  "))
 
 

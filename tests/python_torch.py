@@ -269,7 +269,7 @@ class Block(torch.nn.Module):
         g = self.h // self.kvh
         k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
         att = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.hd)
-                            + torch.full((S, S), -math.inf).triu(1), -1) @ v
+                            + torch.full((S, S), -math.inf, device=x.device).triu(1), -1) @ v
         x = x + self.proj(att.transpose(1, 2).reshape(B, S, d))
         return x + self.mlp(self.ln2(x))
 

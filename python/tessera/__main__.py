@@ -38,8 +38,9 @@ def _info(out=sys.stdout):
             line = f"  {name}:{dev}: {i['device_name'] or '?'}, arch {i['arch']}, {i['compute_units']} compute units"
             if name == "cpu":
                 line += f", {i['num_threads']} threads"
-            if i["driver"]:
-                line += f", driver {i['driver']}"
+            d = i["driver"]  # CUDA's reads "driver X, runtime Y"; OpenCL's is the platform's own text
+            if d:
+                line += f", {d}" if d.startswith("driver") else f", driver {d}"
             p(line)
             if name == "cpu":
                 feats = " ".join(i["cpu_features"]) or "(none of avx2/fma/f16c/avx512*)"

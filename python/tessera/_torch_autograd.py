@@ -56,11 +56,16 @@ def needs_grad(*tensors):
 
 # ------------------------------------------------------------------ linear
 
+def _save_linear(ctx, inputs, output):
+    x, weight, bias, activation = inputs
+    ctx.save_for_backward(x, weight, bias)
+    ctx.activation = activation.lower()
+
+
 class LinearFn(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, activation):
-        ctx.save_for_backward(x, weight, bias)
-        ctx.activation = activation.lower()
+        _save_linear(ctx, (x, weight, bias, activation), None)
         return _op("linear", x, weight, bias, activation)
 
     @staticmethod
@@ -137,32 +142,42 @@ class RecomputeFn(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, name, *args):
-        ctx.name = name
-        ctx.is_tensor = [isinstance(a, torch.Tensor) for a in args]
-        ctx.other = [None if t else a for a, t in zip(args, ctx.is_tensor)]
-        ctx.save_for_backward(*[a for a, t in zip(args, ctx.is_tensor) if t])
+        _save_recompute(ctx, name, args)
         return _op(name, *args)
 
     @staticmethod
     def backward(ctx, gy):
-        saved = iter(ctx.saved_tensors)
-        args, leaves = [], []
-        with torch.enable_grad():
-            for i, (t, other) in enumerate(zip(ctx.is_tensor, ctx.other)):
-                if not t:
-                    args.append(other)
-                    continue
-                a = next(saved).detach()
-                if ctx.needs_input_grad[i + 1] and a.is_floating_point():
-                    a.requires_grad_()
-                    leaves.append((i, a))
-                args.append(a)
-            out = _REFS[ctx.name](*args)
-            got = torch.autograd.grad(out, [a for _, a in leaves], gy.to(out.dtype), allow_unused=True)
-        grads = [None] * len(args)
-        for (i, a), g in zip(leaves, got):
-            grads[i] = g.to(a.dtype) if g is not None else None
-        return (None, *grads)
+        return (None, *_recompute_grads(ctx, gy, ctx.needs_input_grad[1:]))
+
+
+def _recompute_grads(ctx, gy, needs):
+    """The gradients of the op's inputs (needs: which want one), from
+    autograd of _REFS[ctx.name] on the saved ones."""
+    saved = iter(ctx.saved_tensors)
+    args, leaves = [], []
+    with torch.enable_grad():
+        for i, (t, other) in enumerate(zip(ctx.is_tensor, ctx.other)):
+            if not t:
+                args.append(other)
+                continue
+            a = next(saved).detach()
+            if needs[i] and a.is_floating_point():
+                a.requires_grad_()
+                leaves.append((i, a))
+            args.append(a)
+        out = _REFS[ctx.name](*args)
+        got = torch.autograd.grad(out, [a for _, a in leaves], gy.to(out.dtype), allow_unused=True)
+    grads = [None] * len(args)
+    for (i, a), g in zip(leaves, got):
+        grads[i] = g.to(a.dtype) if g is not None else None
+    return grads
+
+
+def _save_recompute(ctx, name, args):
+    ctx.name = name
+    ctx.is_tensor = [isinstance(a, torch.Tensor) for a in args]
+    ctx.other = [None if t else a for a, t in zip(args, ctx.is_tensor)]
+    ctx.save_for_backward(*[a for a, t in zip(args, ctx.is_tensor) if t])
 
 
 def apply(name, *args):
@@ -170,3 +185,18 @@ def apply(name, *args):
     if name == "linear":
         return LinearFn.apply(*args)
     return RecomputeFn.apply(name, *args)
+
+
+def register(name, op):
+    """The same formulas for torch.library.custom_op's op (torch >= 2.4),
+    whose autograd calls the kernel below the Autograd key itself."""
+    if name == "linear":
+        op.register_autograd(LinearFn.backward, setup_context=_save_linear)
+        return
+
+    def setup(ctx, inputs, output):
+        _save_recompute(ctx, name, inputs)
+
+    def backward(ctx, gy):
+        return tuple(_recompute_grads(ctx, gy, ctx.needs_input_grad))
+    op.register_autograd(backward, setup_context=setup)

@@ -17,9 +17,9 @@ torch.library.Library + impl.
 
 Autograd (tessera/_torch_autograd.py): the wrappers below record a
 backward when an input needs a gradient, on every torch version, and so
-does torch.ops.tessera.* on the Library path (1.13 ...: an Autograd-key
-kernel); torch.library.custom_op's ops (torch >= 2.4) have no formula
-registered. linear's backward runs on Tessera's GEMM; the others
+does torch.ops.tessera.* (torch >= 2.4: the same formulas given to
+torch.library.custom_op's register_autograd; 1.13 ...: an Autograd-key
+kernel on the Library path). linear's backward runs on Tessera's GEMM; the others
 differentiate a recomputation in PyTorch's ops (Tessera has no backward
 kernels).
 
@@ -563,6 +563,7 @@ def _register():
         for name, (schema, impl, fake) in _OPS.items():
             op = lib_mod.custom_op(f"tessera::{name}", impl, mutates_args=(), schema=schema)
             op.register_fake(fake)
+            _ad.register(name, op)
         REGISTRATION = "custom_op"
         return
     _library = lib_mod.Library("tessera", "DEF")
@@ -574,7 +575,7 @@ def _register():
             _library.impl(name, fake, "Meta")
         except (RuntimeError, TypeError, ValueError):  # very old torch: no Python Meta kernels
             pass
-        try:  # torch.ops.tessera.* differentiable too (torch.library's custom_op path has no formula)
+        try:  # torch.ops.tessera.* differentiable too
             _library.impl(name, _autograd_kernel(name), "Autograd")
         except (RuntimeError, TypeError, ValueError):
             pass
