@@ -477,6 +477,15 @@ int cuda_suite_main(const char *const *sets, int nsets, int quick, int want_summ
         add_rowwise(EW_RMSNORM, "rmsnorm", all[t], rows, cols);
         add_rowwise(EW_BIAS_GELU, "chain_bias_gelu", all[t], rows, cols);
     }
+    /* the same bytes in rows of 1024 (a warp per row) and 8192 (the vector
+     * kernel's widest), softmax and layernorm in f16 and f32 */
+    for (int t = 0; t < 3; t++) {
+        if (all[t] == TSR_BF16 || !strstr(dtypes, tsr_dtype_name(all[t]))) continue;
+        add_rowwise(EW_SOFTMAX, "softmax", all[t], rows * 4, cols / 4);
+        add_rowwise(EW_LAYERNORM, "layernorm", all[t], rows * 4, cols / 4);
+        add_rowwise(EW_SOFTMAX, "softmax", all[t], rows / 2, cols * 2);
+        add_rowwise(EW_LAYERNORM, "layernorm", all[t], rows / 2, cols * 2);
+    }
     for (int i = 0; i < ncases; i++) {
         gpu_case *c = &cases[i];
         if (c->failed) printf("%s: %s\n", c->name, c->why);
