@@ -619,26 +619,12 @@ static void dw_pairs_pack(const tsr_conv2d_desc *d, const void *w, int64_t c_lo,
     }
 }
 
-/* How the pair walk stores an output, read once per row into locals:
- * stores to y may alias j and g, so read through them each was reloaded
- * per output. */
-typedef struct dw_pair_epi {
-    dw_lead_bias bias;
-    float floor; /* relu: 0; else -inf (max(floor, x) keeps a NaN x) */
-    bool stream;
-} dw_pair_epi;
-
 /* Whether the pair walk applies the epilogue itself: bf16 y after a bias
  * and relu at most. Other epilogues take dw_store_tile per output
  * (instances of their own: with both ways in one, GCC kept the sums on
  * the stack in both). */
 static bool dw_pair_fast(const conv_job *j, const dw_geo *g) {
     return j->d->y_dtype == TSR_BF16 && g->regs_epi_full && g->walk_epi != DW_EPI_STEPS;
-}
-
-static inline dw_pair_epi dw_pair_epi_of(const conv_job *j, const dw_geo *g) {
-    return (dw_pair_epi){.bias = dw_lead_bias_of(j, g),
-                         .floor = g->walk_epi == DW_EPI_RELU ? 0.0f : -INFINITY, .stream = j->stream_y};
 }
 
 /* The sums of one output pixel's 32 channels, in the unpack order. */
@@ -729,15 +715,16 @@ static inline __attribute__((always_inline)) void dw_pair_row(const conv_job *j,
         step[r] = in ? C * 2 : 0;
     }
     const bool pad_a = g->pl > 0, pad_z = span - g->pl > g->W;
-    const dw_pair_epi e = dw_pair_epi_of(j, g);
-    const bool stream = e.stream;
+    /* read once per row: stores to y may alias j and g, so read through
+     * them each was reloaded per output */
+    const dw_lead_bias bias = dw_lead_bias_of(j, g);
+    const vf relu_floor = vf_set1(g->walk_epi == DW_EPI_RELU ? 0.0f : -INFINITY); /* max(-inf, x) keeps a NaN x */
+    const bool stream = j->stream_y;
     const int64_t s0 = step[0], s1 = step[1], s2 = step[2];
     for (int64_t c0 = c_lo; c0 + NR <= c_hi; c0 += NR) {
         const dw_pairs *wp = (const dw_pairs *)g->pairs + c0 / NR;
         dw_pair_regs k = {
-            .ba = dw_lead_bias_at(&e.bias, c0),
-            .bb = dw_lead_bias_at(&e.bias, c0 + VL),
-            .floor = vf_set1(e.floor)};
+            .ba = dw_lead_bias_at(&bias, c0), .bb = dw_lead_bias_at(&bias, c0 + VL), .floor = relu_floor};
         for (int s = 0; s < 3; s++)
             for (int h = 0; h < 2; h++) k.w01[s][h] = wp->w[0][s][h], k.w2[s][h] = wp->w[1][s][h];
         const char *p0 = x[0] + c0 * 2, *p1 = x[1] + c0 * 2, *p2 = x[2] + c0 * 2;

@@ -38,9 +38,8 @@ def _info(out=sys.stdout):
             line = f"  {name}:{dev}: {i['device_name'] or '?'}, arch {i['arch']}, {i['compute_units']} compute units"
             if name == "cpu":
                 line += f", {i['num_threads']} threads"
-            d = i["driver"]  # CUDA's reads "driver X, runtime Y"; OpenCL's is the platform's own text
-            if d:
-                line += f", {d}" if d.startswith("driver") else f", driver {d}"
+            if i["driver"]:  # the backend's own version text (CUDA: "driver X, runtime Y")
+                line += f", {i['driver']}"
             p(line)
             if name == "cpu":
                 feats = " ".join(i["cpu_features"]) or "(none of avx2/fma/f16c/avx512*)"
