@@ -251,8 +251,9 @@ int attention_suite_main(int threads, int quick, int want_summary) {
         const gb_result *r;
         int nr = gb_results(&r);
         double bw = rate_of(r, nr, copy->name, 1);
-        printf("\nsummary (attention, %d threads): GFLOP/s; decode in GB/s of K+V read vs memcpy %.1f GB/s "
-               "(read + write)\n", threads, bw);
+        printf("\nsummary (attention, %d threads): GFLOP/s; decode in GB/s of K+V read vs memcpy ", threads);
+        if (bw > 0) printf("%.1f GB/s (read + write)\n", bw);
+        else printf("(not measured: its run filtered out)\n");
         printf("%-58s %10s %10s %8s\n", "case", "tessera", "unfused", "ratio");
         for (int i = 1; i < ncases; i++) {
             attn_case *c = &cases[i];

@@ -394,8 +394,9 @@ int main(int argc, char **argv) {
     }
     if (summary) {
         const double peak[NUM_DT] = {[DT_F32] = peak_best(), [DT_BF16] = peak_bf16_best(), [DT_I8] = peak_i8_best()};
-        printf("\nsummary: GFLOP/s (i8: GOP/s), %d threads; peak = %.1f GFLOP/s (fastest measured FMA run)", threads,
-               peak[DT_F32]);
+        printf("\nsummary: GFLOP/s (i8: GOP/s), %d threads; ", threads);
+        if (peak[DT_F32] > 0) printf("peak = %.1f GFLOP/s (fastest measured FMA run)", peak[DT_F32]);
+        else printf("peak not measured (its runs filtered out)");
         if (peak[DT_BF16] > 0) printf(", bf16 %.1f GFLOP/s (fastest measured vdpbf16ps run)", peak[DT_BF16]);
         if (peak[DT_I8] > 0) printf(", i8 %.1f GOP/s (fastest measured %s run)", peak[DT_I8], peak_i8_name());
         const double ukr = peak_ukr_best();
