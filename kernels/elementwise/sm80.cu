@@ -677,17 +677,18 @@ template <typename TX, typename TY> __global__ void __launch_bounds__(ROW_THREAD
  * vectors all issued before the first reduction. The block kernel's scalar
  * loads, one per loop step with the shared-memory cache write between,
  * kept few bytes in flight: on an H200 (16384 x 4096) f16 went from 26-31%
- * of copy bandwidth to 57-65%, f32 from 49-57% to 76-82%. 60 registers
- * (NV = 2) leave 4 blocks an SM resident: Nsight Compute finds no eligible
- * warp in 43% of cycles, so more warps (16-bit rows held packed) are the
- * next step. Softmax scales by the reciprocal of the sum (within 1.5 ulp of
- * the division). */
-template <int NV>
+ * of copy bandwidth to 57-65%, f32 from 49-57% to 76-82%. There, at 60
+ * registers (NV = 2), 4 blocks an SM were resident and Nsight Compute found
+ * no eligible warp in 43% of cycles: so a kernel per op (OP), and gamma and
+ * beta (16-byte aligned, else rows_block) read four at a time. ptxas (sm_90,
+ * NV = 2): softmax 32 registers, the norms 39, i.e. 8 and 6 blocks an SM;
+ * not yet timed on a GPU. Softmax scales by the reciprocal of the sum
+ * (within 1.5 ulp of the division). */
+template <int NV, int OP>
 __global__ void __launch_bounds__(ROW_VEC_THREADS) rows_vec(const row_args a, tsr_dtype xt, tsr_dtype yt) {
     __shared__ float red[32];
     const int nv = (int)(a.cols >> 3);
     const float cols = (float)a.cols;
-    const bool gvec = a.gamma && ((uintptr_t)a.gamma & 15) == 0 && (!a.beta || ((uintptr_t)a.beta & 15) == 0);
     for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
         const int64_t xo = row * a.xs, yo = row * a.ys;
         float v[NV][8];
@@ -700,7 +701,7 @@ __global__ void __launch_bounds__(ROW_VEC_THREADS) rows_vec(const row_args a, ts
                 for (int k = 0; k < 8; k++) v[s][k] = 0.0f;
             }
         }
-        if (a.op == TSR_OP_SOFTMAX) {
+        if (OP == TSR_OP_SOFTMAX) {
             float mx = -INFINITY;
 #pragma unroll
             for (int s = 0; s < NV; s++)
@@ -733,7 +734,7 @@ __global__ void __launch_bounds__(ROW_VEC_THREADS) rows_vec(const row_args a, ts
             }
         } else {
             float mean = 0.0f;
-            if (a.op == TSR_OP_LAYERNORM) {
+            if (OP == TSR_OP_LAYERNORM) {
                 float sum = 0.0f; /* out-of-range slots hold 0 */
 #pragma unroll
                 for (int s = 0; s < NV; s++)
@@ -756,17 +757,20 @@ __global__ void __launch_bounds__(ROW_VEC_THREADS) rows_vec(const row_args a, ts
             for (int s = 0; s < NV; s++) {
                 const int i = s * ROW_VEC_THREADS + (int)threadIdx.x;
                 if (i >= nv) continue;
-                float g[8], b[8];
-                if (gvec) {
-                    ew_load_vec<8>(a.gamma, TSR_F32, 8 * (int64_t)i, g);
-                    if (a.beta) ew_load_vec<8>(a.beta, TSR_F32, 8 * (int64_t)i, b);
-                }
 #pragma unroll
-                for (int k = 0; k < 8; k++) {
-                    float o = (v[s][k] - mean) * inv;
-                    if (a.gamma) o *= gvec ? g[k] : a.gamma[8 * i + k];
-                    if (a.beta) o += gvec ? b[k] : a.beta[8 * i + k];
-                    v[s][k] = o;
+                for (int h = 0; h < 8; h += 4) {
+                    /* gamma and beta four at a time: eight more live values, not sixteen */
+                    const int64_t e = 8 * (int64_t)i + h;
+                    float g[4], b[4];
+                    if (a.gamma) ew_load_vec<4>(a.gamma, TSR_F32, e, g);
+                    if (a.beta) ew_load_vec<4>(a.beta, TSR_F32, e, b);
+#pragma unroll
+                    for (int k = 0; k < 4; k++) {
+                        float o = (v[s][h + k] - mean) * inv;
+                        if (a.gamma) o *= g[k];
+                        if (a.beta) o += b[k];
+                        v[s][h + k] = o;
+                    }
                 }
             }
         }
@@ -783,17 +787,19 @@ static int rows_vec_nv(const row_args &a, tsr_dtype xt, tsr_dtype yt) {
     const int64_t ex = (int64_t)tsr_dtype_size(xt), ey = (int64_t)tsr_dtype_size(yt);
     if (a.cols <= ROW_WARP_MAX_COLS || a.cols % 8 || a.cols > 8 * ROW_VEC_THREADS * ROW_VEC_MAX_NV) return 0;
     if (((uintptr_t)a.x & 15) || ((uintptr_t)a.y & 15) || (a.xs * ex) % 16 || (a.ys * ey) % 16) return 0;
+    if (((uintptr_t)a.gamma & 15) || ((uintptr_t)a.beta & 15)) return 0;
     const int64_t per_thread = (a.cols / 8 + ROW_VEC_THREADS - 1) / ROW_VEC_THREADS;
     return per_thread <= 1 ? 1 : per_thread <= 2 ? 2 : 4;
 }
 
+template <int OP>
 static void rows_vec_launch(const row_args &a, tsr_dtype xt, tsr_dtype yt, int nv, int sms, cudaStream_t stream) {
     int64_t blocks = a.rows, cap = (int64_t)sms * (2048 / ROW_VEC_THREADS);
     if (blocks > cap) blocks = cap;
     const dim3 g((unsigned)blocks), b(ROW_VEC_THREADS);
-    if (nv == 1) rows_vec<1><<<g, b, 0, stream>>>(a, xt, yt);
-    else if (nv == 2) rows_vec<2><<<g, b, 0, stream>>>(a, xt, yt);
-    else rows_vec<4><<<g, b, 0, stream>>>(a, xt, yt);
+    if (nv == 1) rows_vec<1, OP><<<g, b, 0, stream>>>(a, xt, yt);
+    else if (nv == 2) rows_vec<2, OP><<<g, b, 0, stream>>>(a, xt, yt);
+    else rows_vec<4, OP><<<g, b, 0, stream>>>(a, xt, yt);
 }
 
 template <typename TX, typename TY> static void rows_launch(const row_args &a, int sms, cudaStream_t stream) {
@@ -841,7 +847,9 @@ static tsr_status rowwise_run(tsr_context *ctx, const tsr_problem *p, const char
     const cudaStream_t stream = tsr_cuda_stream(ctx);
     const int vec = rows_vec_nv(a, d->x_dtype, d->y_dtype);
     if (vec) {
-        rows_vec_launch(a, d->x_dtype, d->y_dtype, vec, sms, stream);
+        if (a.op == TSR_OP_SOFTMAX) rows_vec_launch<TSR_OP_SOFTMAX>(a, d->x_dtype, d->y_dtype, vec, sms, stream);
+        else if (a.op == TSR_OP_LAYERNORM) rows_vec_launch<TSR_OP_LAYERNORM>(a, d->x_dtype, d->y_dtype, vec, sms, stream);
+        else rows_vec_launch<TSR_OP_RMSNORM>(a, d->x_dtype, d->y_dtype, vec, sms, stream);
         return tsr_cuda_after_launch(who);
     }
     switch (d->x_dtype) {
