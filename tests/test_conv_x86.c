@@ -253,6 +253,14 @@ static const conv_case cases[] = {
     {1, 9, 9, 9, 17, 7, 7, 1, 1, 3, 3, 3, 3, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 40, 9, 10, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 12, 8, 11, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
+    /* work enough for two threads (4+ MFLOP; the cases above mostly run on
+     * one) on 7x7 outputs at batch 1, as ResNet-50's last stage, the filter
+     * packed inside the call: a 3x3 of ragged panels (f32; bf16 pairs), a
+     * strided 1x1, a pointwise 1x1 from an OIHW filter */
+    {1, 96, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
+    {1, 96, 7, 7, 200, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 192, 14, 14, 250, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES, 0},
+    {1, 256, 7, 7, 200, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_F32, EPI_BIAS, 0},
 };
 
 START_TEST(shapes_schedules_threads) {
