@@ -188,6 +188,14 @@ static bool blis_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_s
 #define THREAD_MIN_FLOPS 2.5e5
 #endif
 
+/* Bytes of B that pay for a thread: a call of few rows (M of 1-3) reads
+ * all of B for two flops an element, bound by that read, and a second
+ * thread pays from 256 KiB of it, under the flops above (Zen 4 VM, two
+ * threads, best of 7 alternated: bf16 1 x 512 x 512 16.7 -> 10.2 us,
+ * 1 x 384 x 384 9.1 -> 6.5, 1 x 128 x 1024 8.2 -> 7.1; f32 1 x 256 x 256
+ * 4.37 -> 4.17). */
+#define B_BYTES_PER_THREAD (128.0 * 1024)
+
 /* A's element size and the elements in one packed 32-bit slot: a float,
  * or a bf16 k pair. */
 #ifdef GEMM_BF16_DOT
@@ -1059,8 +1067,11 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t nc = ((d->n < base.nc ? d->n : base.nc) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < base.mc ? d->m : base.mc) + MR - 1) / MR * MR;
     const bool per_matrix = s->v[KNOB_BATCH_PAR] && d->batch > 1;
-    const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch,
-                                   THREAD_MIN_FLOPS);
+    int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch,
+                             THREAD_MIN_FLOPS);
+    const double b_bytes = (double)d->k * (double)d->n * (double)tsr_dtype_size(d->b_dtype) * (double)d->batch;
+    const int nt_b = tsr_threads_for(ctx, b_bytes, B_BYTES_PER_THREAD);
+    if (nt_b > nt) nt = nt_b;
     /* Up to 256^3 a team splits each matrix between its threads (two
      * threads, best of 5: f32 96^3 134 -> 160 GFLOP/s, 128^3 164 -> 191;
      * bf16 96^3 80 -> 120, 128^3 94-109 -> 283-303); from 192^3 to 2048^3
