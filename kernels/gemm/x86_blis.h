@@ -89,15 +89,17 @@ static bool blis_supports(const tsr_problem *p, const tsr_context *ctx, char *wh
  * Wider blocks for one or two rows, as int8 has, measured slower (one
  * core, 2x4096x4096: 22-25 GFLOP/s at 1024 columns, 27-37 at 512). */
 enum { STREAM_ROWS = 16, STREAM_BLOCK = 32768, STREAM_WIDTH = 512, STREAM_SUMS = STREAM_ROWS * (STREAM_WIDTH + 16) * 4 };
-#else
-/* Rows of C that stream_rows takes (row-major B read in place), and the
- * f32 sums its chunk of columns keeps in L1. On AVX2 (Zen 3, two threads)
- * streaming up to 16 rows beat the micro-kernel reading B in place (a
- * line per k row, ldb apart) and packing B alike: 6 x 4096 x 4096 28 ->
- * 34-48 GFLOP/s, 8 x 4096 x 4096 16-20 -> 39-60, 16 x 4096 x 4096 20-32
- * -> 46-66 (ranges: this VM's spread over repeats). AVX-512 keeps the
- * rows it was measured with. */
-enum { STREAM_ROWS = VL == 8 ? 16 : 4, STREAM_ACC = 4096 };
+#endif
+/* Rows of C that widen_rows takes (row-major B read in place, f16/bf16
+ * widened as loaded), and the f32 sums its chunk of columns keeps in L1.
+ * On AVX2 (Zen 3, two threads) streaming up to 16 rows beat the
+ * micro-kernel reading B in place (a line per k row, ldb apart) and
+ * packing B alike: 6 x 4096 x 4096 28 -> 34-48 GFLOP/s, 8 x 4096 x 4096
+ * 16-20 -> 39-60, 16 x 4096 x 4096 20-32 -> 46-66 (ranges: this VM's
+ * spread over repeats). AVX-512 keeps the rows it was measured with. */
+enum { WIDEN_ROWS = VL == 8 ? 16 : 4, STREAM_ACC = 4096 };
+#ifndef GEMM_BF16_DOT
+enum { STREAM_ROWS = WIDEN_ROWS };
 #endif
 
 /* Without packing, B is read in place: f32 row-major B by the micro-kernel,
@@ -789,13 +791,14 @@ static void stream_rows(const job *j, char *region, int tid, int nth) {
             }
     }
 }
-#else
+#endif /* GEMM_BF16_DOT */
+
 /* acc[r][0, nc) += the sum over q < Q of a[r][q] times the row of B (dtype
  * t) at element brow[q], for R rows; constants after inlining, so that the
  * whole vectors run unmasked, with no branch per vector. */
-static inline __attribute__((always_inline)) void stream_pass(float *const acc[STREAM_ROWS], const void *b,
-                                                              const int64_t brow[4], const vf a[STREAM_ROWS][4],
-                                                              int64_t nc, const int R, const int Q, const tsr_dtype t) {
+static inline __attribute__((always_inline)) void widen_pass(float *const acc[WIDEN_ROWS], const void *b,
+                                                             const int64_t brow[4], const vf a[WIDEN_ROWS][4],
+                                                             int64_t nc, const int R, const int Q, const tsr_dtype t) {
     int64_t c = 0;
     for (; c + VL <= nc; c += VL) {
         vf bv[4];
@@ -818,33 +821,33 @@ static inline __attribute__((always_inline)) void stream_pass(float *const acc[S
     }
 }
 
-/* stream_pass for the run-time row count mr (1..STREAM_ROWS). */
-static inline __attribute__((always_inline)) void stream_pass_rows(float *const acc[STREAM_ROWS], const void *b,
-                                                                   const int64_t brow[4], const vf a[STREAM_ROWS][4],
-                                                                   int64_t nc, int mr, const int Q, const tsr_dtype t) {
+/* widen_pass for the run-time row count mr (1..WIDEN_ROWS). */
+static inline __attribute__((always_inline)) void widen_pass_rows(float *const acc[WIDEN_ROWS], const void *b,
+                                                                  const int64_t brow[4], const vf a[WIDEN_ROWS][4],
+                                                                  int64_t nc, int mr, const int Q, const tsr_dtype t) {
     int r0 = 0;
-    for (; r0 + 4 <= mr; r0 += 4) stream_pass(acc + r0, b, brow, a + r0, nc, 4, Q, t);
+    for (; r0 + 4 <= mr; r0 += 4) widen_pass(acc + r0, b, brow, a + r0, nc, 4, Q, t);
     switch (mr - r0) {
-    case 1: stream_pass(acc + r0, b, brow, a + r0, nc, 1, Q, t); break;
-    case 2: stream_pass(acc + r0, b, brow, a + r0, nc, 2, Q, t); break;
-    case 3: stream_pass(acc + r0, b, brow, a + r0, nc, 3, Q, t); break;
+    case 1: widen_pass(acc + r0, b, brow, a + r0, nc, 1, Q, t); break;
+    case 2: widen_pass(acc + r0, b, brow, a + r0, nc, 2, Q, t); break;
+    case 3: widen_pass(acc + r0, b, brow, a + r0, nc, 3, Q, t); break;
     default: break;
     }
 }
 
-/* Columns [jlo, jhi) of C for M <= STREAM_ROWS with row-major B of dtype t
+/* Columns [jlo, jhi) of C for M <= WIDEN_ROWS with row-major B of dtype t
  * (f16/bf16 widened as loaded, so B is read at its own width): each
  * row of B is read once, contiguously (the hardware prefetcher follows),
  * into accumulators that stay in L1: 16 KiB of them, so one row gets 4096
  * columns a pass (the prefetcher restarts at every page a segment ends in). */
-static inline __attribute__((always_inline)) void stream_rows_of(const job *j, int64_t jlo, int64_t jhi,
-                                                                 const tsr_dtype t) {
+static inline __attribute__((always_inline)) void widen_rows_of(const job *j, int64_t jlo, int64_t jhi,
+                                                                const tsr_dtype t) {
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
     _Alignas(64) float accs[STREAM_ACC];
     const int mr = (int)d->m;
     const int64_t cols = STREAM_ACC / mr / VL * VL;
-    float *acc[STREAM_ROWS];
+    float *acc[WIDEN_ROWS];
     for (int r = 0; r < mr; r++) acc[r] = accs + r * cols;
     for (int64_t c0 = jlo; c0 < jhi; c0 += cols) {
         const int64_t nc = jhi - c0 < cols ? jhi - c0 : cols;
@@ -855,20 +858,20 @@ static inline __attribute__((always_inline)) void stream_rows_of(const job *j, i
         int64_t p = 0;
         for (; p + 4 <= d->k; p += 4) {
             int64_t brow[4];
-            vf a[STREAM_ROWS][4];
+            vf a[WIDEN_ROWS][4];
             for (int q = 0; q < 4; q++) {
                 brow[q] = (p + q) * d->ldb + c0;
                 for (int r = 0; r < mr; r++)
                     a[r][q] = vf_set1(load_in(j->a, t, d->trans_a ? (p + q) * d->lda + r : r * d->lda + p + q));
             }
-            stream_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 4, t);
+            widen_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 4, t);
         }
         for (; p < d->k; p++) {
             const int64_t brow[4] = {p * d->ldb + c0};
-            vf a[STREAM_ROWS][4];
+            vf a[WIDEN_ROWS][4];
             for (int r = 0; r < mr; r++)
                 a[r][0] = vf_set1(load_in(j->a, t, d->trans_a ? p * d->lda + r : r * d->lda + p));
-            stream_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 1, t);
+            widen_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 1, t);
         }
         for (int r = 0; r < mr; r++)
             for (int64_t c = 0; c < nc; c++) {
@@ -881,14 +884,24 @@ static inline __attribute__((always_inline)) void stream_rows_of(const job *j, i
     }
 }
 
-static void stream_rows(const job *j, int64_t jlo, int64_t jhi) {
+static void widen_rows(const job *j, int64_t jlo, int64_t jhi) {
+#ifdef GEMM_BF16_DOT
+    widen_rows_of(j, jlo, jhi, TSR_BF16);
+#else
     switch (j->g->d.b_dtype) {
-    case TSR_BF16: stream_rows_of(j, jlo, jhi, TSR_BF16); break;
-    case TSR_F16: stream_rows_of(j, jlo, jhi, TSR_F16); break;
-    default: stream_rows_of(j, jlo, jhi, TSR_F32); break;
+    case TSR_BF16: widen_rows_of(j, jlo, jhi, TSR_BF16); break;
+    case TSR_F16: widen_rows_of(j, jlo, jhi, TSR_F16); break;
+    default: widen_rows_of(j, jlo, jhi, TSR_F32); break;
     }
+#endif
 }
-#endif /* GEMM_BF16_DOT */
+
+/* Columns [lo, hi) of N for thread tid of nth: whole vectors but the last thread's. */
+static void column_share(int64_t N, int tid, int nth, int64_t *lo, int64_t *hi) {
+    *lo = N * tid / nth / VL * VL;
+    *hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
+}
+
 
 /* One matrix, by a team of nth threads (tid in it), with shared buffers
  * ap (MC x KC) and bp (KC x NC), both packed. */
@@ -906,15 +919,27 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     }
 #endif
 #ifdef GEMM_BF16_DOT
+    /* One row: each pair of B rows interleaved for vdpbf16ps would serve a
+     * single row of sums; widened as loaded, B feeds FMAs directly (Zen 4,
+     * two threads, best of 5 alternated, M x N x K: 1 x 4096 x 4096 842 ->
+     * 541 us, 1 x 11008 x 4096 2157 -> 921, 1 x 4096 x 11008 1833 -> 1171,
+     * 1 x 512 x 512 13.2 -> 10.4; two rows measured alike either way) */
+    if (!j->pack_b && M == 1) {
+        int64_t lo, hi;
+        column_share(N, tid, nth, &lo, &hi);
+        widen_rows(j, lo, hi);
+        return;
+    }
     if (!j->pack_b) { /* row-major B, M <= STREAM_ROWS: the region in ap */
         stream_rows(j, (char *)ap, tid, nth);
         return;
     }
 #else
     if (!j->pack_b && (d->trans_b || M <= STREAM_ROWS)) { /* contiguous column ranges per thread */
-        int64_t lo = N * tid / nth / VL * VL, hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
+        int64_t lo, hi;
+        column_share(N, tid, nth, &lo, &hi);
         if (!d->trans_b) {
-            stream_rows(j, lo, hi);
+            widen_rows(j, lo, hi);
             return;
         }
         if (!dot_widens_a(d)) {
