@@ -902,7 +902,6 @@ static void column_share(int64_t N, int tid, int nth, int64_t *lo, int64_t *hi) 
     *hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
 }
 
-
 /* One matrix, by a team of nth threads (tid in it), with shared buffers
  * ap (MC x KC) and bp (KC x NC), both packed. */
 static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
