@@ -701,7 +701,7 @@ __global__ void __launch_bounds__(ROW_VEC_THREADS) rows_vec(const row_args a, ts
                 for (int k = 0; k < 8; k++) v[s][k] = 0.0f;
             }
         }
-        if (OP == TSR_OP_SOFTMAX) {
+        if constexpr (OP == TSR_OP_SOFTMAX) {
             float mx = -INFINITY;
 #pragma unroll
             for (int s = 0; s < NV; s++)
@@ -734,7 +734,7 @@ __global__ void __launch_bounds__(ROW_VEC_THREADS) rows_vec(const row_args a, ts
             }
         } else {
             float mean = 0.0f;
-            if (OP == TSR_OP_LAYERNORM) {
+            if constexpr (OP == TSR_OP_LAYERNORM) {
                 float sum = 0.0f; /* out-of-range slots hold 0 */
 #pragma unroll
                 for (int s = 0; s < NV; s++)

@@ -742,7 +742,7 @@ static void stream_row_of_a(const job *j, int64_t i, uint16_t *dst) {
     if (d->k % 2) row[d->k] = 0;
 }
 
-/* C for M <= STREAM_ROWS with row-major bf16 B, by thread tid of a team of
+/* C for 2 <= M <= STREAM_ROWS with row-major bf16 B, by thread tid of a team of
  * nth, with the region of stream_region_bytes(d, nth). B is read once, in
  * place (a packed copy would write as many bytes as the GEMM reads): each
  * block of kb rows by w columns of a thread's range is interleaved to k
@@ -896,6 +896,11 @@ static void widen_rows(const job *j, int64_t jlo, int64_t jhi) {
 #endif
 }
 
+#ifdef GEMM_BF16_DOT
+/* One row of C with B read in place: widen_rows, not stream_rows (see gemm_one). */
+static bool widens_one_row(const tsr_gemm_desc *d, bool pack_b) { return !pack_b && d->m == 1; }
+#endif
+
 /* Columns [lo, hi) of N for thread tid of nth: whole vectors but the last thread's. */
 static void column_share(int64_t N, int tid, int nth, int64_t *lo, int64_t *hi) {
     *lo = N * tid / nth / VL * VL;
@@ -923,7 +928,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
      * two threads, best of 5 alternated, M x N x K: 1 x 4096 x 4096 842 ->
      * 541 us, 1 x 11008 x 4096 2157 -> 921, 1 x 4096 x 11008 1833 -> 1171,
      * 1 x 512 x 512 13.2 -> 10.4; two rows measured alike either way) */
-    if (!j->pack_b && M == 1) {
+    if (widens_one_row(d, j->pack_b)) {
         int64_t lo, hi;
         column_share(N, tid, nth, &lo, &hi);
         widen_rows(j, lo, hi);
@@ -1114,8 +1119,10 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     size_t abuf = (size_t)(tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt) * kc),
            bbuf = (size_t)(tsr_split_share(d->n, nc, NR, split == TSR_SPLIT_COLUMNS, nt) * kc);
 #ifdef GEMM_BF16_DOT
-    if (!base.pack_b) /* the stream path's region in place of the A panels, per team */
-        abuf = (stream_region_bytes(d, per_matrix ? 1 : nt) + sizeof(float) - 1) / sizeof(float), bbuf = 0;
+    if (!base.pack_b) { /* the stream path's region in place of the A panels, per team; widen_rows needs none */
+        abuf = widens_one_row(d, false) ? 0 : (stream_region_bytes(d, per_matrix ? 1 : nt) + sizeof(float) - 1) / sizeof(float);
+        bbuf = 0;
+    }
 #else
     if (!base.pack_b && d->trans_b && dot_widens_a(d) && abuf < (size_t)(d->m * d->k)) /* dot_widen_a */
         abuf = (size_t)(d->m * d->k);
