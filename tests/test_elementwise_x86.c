@@ -223,9 +223,12 @@ START_TEST(gelu_erf_16bit_outputs) {
                    100.0 * (double)exact / (double)n, (long long)n);
             ck_assert_msg(worst <= 1, "%s run %d at x = %a: %lld ulp", k->name, run,
                           (double)(run == 0 ? tsr_bf16_to_f32(xb[at]) : xf[at]), (long long)worst);
-            /* 1e-5 puts ~0.3% of bf16 values across a rounding boundary;
-             * an error of 1e-4 (still under 1 bf16 ulp) would put ~5% */
-            ck_assert_msg(exact >= n - n / 100, "%s run %d: only %lld of %lld exact", k->name, run, (long long)exact,
+            /* 1e-5 (AVX2's narrow form) puts ~0.3% of bf16 values across a
+             * rounding boundary, an error of 1e-4 (still under 1 bf16 ulp)
+             * ~5%; AVX-512's table form (4.4e-7) every bf16 x and all but
+             * 0.002% of these f32 x on the rounding of the definition */
+            const int64_t slack = strstr(k->name, "avx512") ? n / 5000 : n / 100;
+            ck_assert_msg(exact >= n - slack, "%s run %d: only %lld of %lld exact", k->name, run, (long long)exact,
                           (long long)n);
         }
     }
