@@ -158,11 +158,75 @@ static inline vf gelu_tanh_full(vf x) {
 
 #if VL == 16
 /* Phi(-a) = erfc(a / sqrt 2) / 2 for a = |x| in [0, 4) by 32 pieces of
- * 1/8: piece i = rint(8a - 1/2) a degree-4 polynomial in u = 8a - 1/2 - i
- * in [-1/2, 1/2] (fitted as verf.h's others, relative; 4.4e-7 the most
- * seen for x Phi(x) over two million x), its coefficients picked per lane
- * by vpermt2ps from two registers each: [degree][piece]. */
-static const float gelu_erf_pieces[5][32] __attribute__((aligned(64))) = {
+ * 1/8: piece i = rint(8a - 1/2) a polynomial in u = 8a - 1/2 - i in
+ * [-1/2, 1/2] (fitted as the others here, relative), its coefficients
+ * picked per lane by vpermt2ps from two registers each: [degree][piece].
+ * Degree 5: 1.6e-7 the most seen for x Phi(x) over two million x (2
+ * ulp); degree 4 for a result rounded to bf16 or f16 next: 4.4e-7. */
+static const float gelu_erf_pieces[6][32] __attribute__((aligned(64))) = {
+    {
+        4.750823379e-01f, 4.256343246e-01f, 3.773302734e-01f, 3.308743834e-01f,
+        2.868877053e-01f, 2.458838522e-01f, 2.082524002e-01f, 1.742507070e-01f,
+        1.440043747e-01f, 1.175152287e-01f, 9.467574209e-02f, 7.528798282e-02f,
+        5.908512324e-02f, 4.575362429e-02f, 3.495448828e-02f, 2.634212747e-02f,
+        1.958007924e-02f, 1.435302198e-02f, 1.037507225e-02f, 7.394607179e-03f,
+        5.196079612e-03f, 3.599455114e-03f, 2.457901137e-03f, 1.654350897e-03f,
+        1.097482396e-03f, 7.175423088e-04f, 4.623306450e-04f, 2.935553493e-04f,
+        1.836699521e-04f, 1.132340476e-04f, 6.878411659e-05f, 4.116746641e-05f,
+    },
+    {
+        -4.977048188e-02f, -4.899886250e-02f, -4.749132693e-02f, -4.531653970e-02f,
+        -4.257094860e-02f, -3.937169164e-02f, -3.584833443e-02f, -3.213423863e-02f,
+        -2.835836634e-02f, -2.463817596e-02f, -2.107414789e-02f, -1.774621196e-02f,
+        -1.471212599e-02f, -1.200768724e-02f, -9.648447856e-03f, -7.632550783e-03f,
+        -5.944236182e-03f, -4.557603970e-03f, -3.440260189e-03f, -2.556584310e-03f,
+        -1.870436943e-03f, -1.347225159e-03f, -9.553257260e-04f, -6.669248687e-04f,
+        -4.583702830e-04f, -3.101488401e-04f, -2.066036832e-04f, -1.354940032e-04f,
+        -8.748150140e-05f, -5.560662612e-05f, -3.479773659e-05f, -2.143826350e-05f,
+    },
+    {
+        1.944158721e-04f, 5.742052454e-04f, 9.275646298e-04f, 1.239123754e-03f,
+        1.496634562e-03f, 1.691751997e-03f, 1.820422825e-03f, 1.882865210e-03f,
+        1.883172547e-03f, 1.828614390e-03f, 1.728738658e-03f, 1.594386296e-03f,
+        1.436731196e-03f, 1.266435953e-03f, 1.092988416e-03f, 9.242543601e-04f,
+        7.662493736e-04f, 6.231100997e-04f, 4.972252063e-04f, 3.894797119e-04f,
+        2.995622344e-04f, 2.262917551e-04f, 1.679283596e-04f, 1.224432199e-04f,
+        8.773492300e-05f, 6.178743934e-05f, 4.277339031e-05f, 2.911001320e-05f,
+        1.947828059e-05f, 1.281556979e-05f, 8.291632184e-06f, 5.275810508e-06f,
+    },
+    {
+        1.291042863e-04f, 1.231151546e-04f, 1.115975901e-04f, 9.542354383e-05f,
+        7.578438817e-05f, 5.406872151e-05f, 3.172606739e-05f, 1.013343808e-05f,
+        -9.519735613e-06f, -2.631640928e-05f, -3.965978613e-05f, -4.928296039e-05f,
+        -5.522430365e-05f, -5.777618935e-05f, -5.741715722e-05f, -5.473777856e-05f,
+        -5.036970833e-05f, -4.492506923e-05f, -3.895066402e-05f, -3.289872984e-05f,
+        -2.711355955e-05f, -2.183155630e-05f, -1.719127977e-05f, -1.324976620e-05f,
+        -1.000168231e-05f, -7.398481557e-06f, -5.365605375e-06f, -3.816569915e-06f,
+        -2.663505256e-06f, -1.824262540e-06f, -1.226551717e-06f, -8.097421755e-07f,
+    },
+    {
+        -7.577103247e-07f, -2.214567758e-06f, -3.502047321e-06f, -4.527374131e-06f,
+        -5.225096629e-06f, -5.562726983e-06f, -5.542145118e-06f, -5.196833627e-06f,
+        -4.585625447e-06f, -3.784089358e-06f, -2.874925940e-06f, -1.938725518e-06f,
+        -1.046244392e-06f, -2.529405094e-07f, 4.038653287e-07f, 9.053114809e-07f,
+        1.249211323e-06f, 1.446796432e-06f, 1.518692784e-06f, 1.490788804e-06f,
+        1.390520310e-06f, 1.243917723e-06f, 1.073573003e-06f, 8.975216588e-07f,
+        7.289183941e-07f, 5.763120043e-07f, 4.443115245e-07f, 3.344431150e-07f,
+        2.460394626e-07f, 1.770500688e-07f, 1.247081656e-07f, 8.603029755e-08f,
+    },
+    {
+        -3.010987086e-07f, -2.778296562e-07f, -2.338397422e-07f, -1.737784316e-07f,
+        -1.038176478e-07f, -3.084095113e-08f, 3.841962837e-08f, 9.816845647e-08f,
+        1.441432289e-07f, 1.739532394e-07f, 1.871370898e-07f, 1.849627438e-07f,
+        1.700358894e-07f, 1.457938481e-07f, 1.159789633e-07f, 8.416630948e-08f,
+        5.340141129e-08f, 2.597646720e-08f, 3.346753985e-09f, -1.383220027e-08f,
+        -2.557966994e-08f, -3.241510171e-08f, -3.516958103e-08f, -3.481170907e-08f,
+        -3.230718093e-08f, -2.851963110e-08f, -2.415387179e-08f, -1.973525343e-08f,
+        -1.561619989e-08f, -1.200011823e-08f, -8.973715104e-09f, -6.540770148e-09f,
+    },
+};
+
+static const float gelu_erf_pieces_narrow[5][32] __attribute__((aligned(64))) = {
     {
         4.750823379e-01f, 4.256343246e-01f, 3.773302734e-01f, 3.308743834e-01f,
         2.868877053e-01f, 2.458838522e-01f, 2.082524002e-01f, 1.742507070e-01f,
@@ -215,24 +279,24 @@ static const float gelu_erf_pieces[5][32] __attribute__((aligned(64))) = {
     },
 };
 
-/* Whether every lane of x is in gelu_erf_table's range (NaN is not). */
-static inline bool gelu_erf_table_ok(vf x) {
+/* Whether every lane of x is in gelu_erf_by_pieces' range (NaN is not). */
+static inline bool gelu_erf_pieces_ok(vf x) {
     return !vf_any(vf_is(vf_copysign(x, vf_zero()), vf_set1(4.0f), _CMP_NLT_UQ));
 }
 
-/* gelu_erf for a result rounded to bf16 or f16 next, |x| < 4: x Phi(x)
- * with Phi(x) = Phi(-|x|) for x < 0 and 1 - Phi(-|x|) else (Phi(-|x|) <=
- * 1/2: no bits cancel) from gelu_erf_pieces: 17 operations a vector, the
- * coefficients' five table lookups in place of gelu_erf_narrow's exp and
- * long polynomial (24), and 4.4e-7 relative where that form had 1e-5. */
-static inline vf gelu_erf_table(vf x) {
-    const float (*t)[32] = gelu_erf_pieces;
+/* gelu_erf_full for |x| < 4: x Phi(x) with Phi(x) = Phi(-|x|) for x < 0
+ * and 1 - Phi(-|x|) else (Phi(-|x|) <= 1/2: no bits cancel) from the
+ * pieces t of the given degree (a constant): degree + 1 table lookups
+ * and degree FMAs in place of an exp and a long polynomial. Degree 5 is
+ * 19 operations a vector (gelu_erf_small: 36), degree 4 17 (gelu_erf_narrow,
+ * 1e-5 relative: 24). */
+static inline __attribute__((always_inline)) vf gelu_erf_by_pieces(vf x, const float (*t)[32], const int degree) {
     const vf m = vf_fms(vf_copysign(x, vf_zero()), vf_set1(8.0f), vf_set1(0.5f));
     /* to nearest, as vf_round, whatever MXCSR's rounding mode */
     const __m512i i = _mm512_cvt_roundps_epi32(m, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const vf u = vf_sub(m, vf_round(m));
-    vf q = _mm512_permutex2var_ps(_mm512_load_ps(t[4]), i, _mm512_load_ps(t[4] + 16));
-    for (int d = 3; d >= 0; d--)
+    vf q = _mm512_permutex2var_ps(_mm512_load_ps(t[degree]), i, _mm512_load_ps(t[degree] + 16));
+    for (int d = degree - 1; d >= 0; d--)
         q = vf_fma(q, u, _mm512_permutex2var_ps(_mm512_load_ps(t[d]), i, _mm512_load_ps(t[d] + 16)));
     return vf_mul(x, _mm512_mask_sub_ps(q, vf_is(x, vf_zero(), _CMP_GE_OQ), vf_set1(1.0f), q));
 }

@@ -24,13 +24,12 @@
  * (the most seen over every 13th float pattern of |x| <= 20, 169 million
  * values, and over tests/test_elementwise_x86.c's spread of the whole
  * range, which holds the kernels to them). gelu_erf as the last step
- * before a bf16 or f16 y takes a shorter form where it can: with AVX-512
- * the piecewise one (verf.h's gelu_erf_table, |x| < 4, 4.4e-7 relative),
- * whose bf16 results are the definition rounded to bf16 for every bf16 x;
- * with AVX2 a 1e-5 form (|x| <= 3), within 1 ulp of that rounding and
- * 99.8% exactly so. bf16 gelu_erf past the caches ran 1.35x as fast
- * through the 1e-5 form as through the f32-exact one, and 1.29x as fast
- * again through the table (Zen 4, two threads).
+ * before a bf16 or f16 y takes, with AVX2, a 1e-5 form (|x| <= 3): within
+ * 1 ulp of y's type of the definition rounded to it, 99.8% exactly so.
+ * With AVX-512 every gelu_erf within |x| < 4 takes verf.h's pieces, at
+ * about half the operations of the polynomial forms: degree 5 (2 ulp),
+ * and degree 4 (4.4e-7) before a bf16 or f16 y, whose bf16 results are
+ * that rounding for every bf16 x.
  * log and pow run lane by lane through the reference's own definitions
  * (tsr_unary_ref, tsr_binary_ref), still fused in the same pass. */
 #include <math.h>
@@ -68,26 +67,24 @@ static inline vf lanes_unary(tsr_unary_op op, vf x) {
 #endif
 #define EACH(expr) for (int u = 0; u < NV; u++) x[u] = (expr)
 
-/* gelu_erf: the short forms for vectors whose every lane is within 3,
- * the narrow one (1e-5) where the result is rounded to bf16 or f16 next;
- * with AVX-512 such a result takes the piecewise table form for lanes
- * within 4 instead. */
+/* gelu_erf: the short forms for vectors whose every lane is in their
+ * range, the narrow ones where the result is rounded to bf16 or f16 next:
+ * with AVX-512 the pieces (within 4; degree 4 when narrow), with AVX2 the
+ * polynomials within 3 (the narrow one 1e-5). */
 static inline __attribute__((always_inline)) void apply_gelu_erf(vf *x, bool narrow) {
 #if VL == 16
-    if (narrow) {
-        bool in = true;
-        for (int u = 0; u < NV; u++) in = in && gelu_erf_table_ok(x[u]);
-        if (in) {
-            EACH(gelu_erf_table(x[u]));
-            return;
-        }
-    }
-#endif
+    bool in = true;
+    for (int u = 0; u < NV; u++) in = in && gelu_erf_pieces_ok(x[u]);
+    if (in && narrow) EACH(gelu_erf_by_pieces(x[u], gelu_erf_pieces_narrow, 4));
+    else if (in) EACH(gelu_erf_by_pieces(x[u], gelu_erf_pieces, 5));
+    else EACH(gelu_erf_full(x[u]));
+#else
     bool small = true;
     for (int u = 0; u < NV; u++) small = small && gelu_erf_small_ok(x[u]);
     if (small && narrow) EACH(gelu_erf_narrow(x[u]));
     else if (small) EACH(gelu_erf_small(x[u]));
     else EACH(gelu_erf_full(x[u]));
+#endif
 }
 
 /* op on NV vectors; narrow: the result is rounded to bf16 or f16 next. */
