@@ -289,6 +289,70 @@ START_TEST(chain_out_of_cache) {
 }
 END_TEST
 
+/* A chain of one unary step takes x into registers and y out of them
+ * with no tile buffer (x86_chain.h's unary_direct): each pair of x and y
+ * dtypes, rows padded apart in x (so rows are not merged) of a length that
+ * is no multiple of a step (whole steps and a tail), and a bf16 x and y
+ * past the caches (y streamed), against the reference within one rounding
+ * of y's type (both round an f32 a few ulps apart). */
+static float elem_f(const void *p, tsr_dtype t, int64_t i) {
+    return t == TSR_F32 ? ((const float *)p)[i]
+         : t == TSR_BF16 ? tsr_bf16_to_f32(((const uint16_t *)p)[i]) : tsr_f16_to_f32(((const uint16_t *)p)[i]);
+}
+
+START_TEST(chain_unary_direct) {
+    static const tsr_dtype pairs[][2] = {{TSR_BF16, TSR_BF16}, {TSR_F16, TSR_F16}, {TSR_F32, TSR_BF16},
+                                         {TSR_BF16, TSR_F32},  {TSR_F32, TSR_F32}, {TSR_BF16, TSR_BF16}};
+    static const tsr_unary_op ops[] = {TSR_UNARY_SILU, TSR_UNARY_GELU_ERF, TSR_UNARY_TANH};
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    const tsr_kernel *ref = tsr_registry_find("chain.ref");
+    ck_assert_ptr_nonnull(ref);
+    for (size_t pi = 0; pi < sizeof pairs / sizeof pairs[0]; pi++) {
+        const bool big = pi == sizeof pairs / sizeof pairs[0] - 1; /* 2 x 12 MiB: y streamed */
+        const int64_t rows = big ? 3 : 5, cols = big ? 2100007 : 1037, ld = cols + 5, n = rows * cols;
+        const tsr_dtype xt = pairs[pi][0], yt = pairs[pi][1];
+        void *x = malloc(tsr_dtype_size(xt) * (size_t)(rows * ld));
+        void *want = malloc(tsr_dtype_size(yt) * (size_t)n), *y = malloc(tsr_dtype_size(yt) * (size_t)n);
+        tt_fill(x, xt, rows * ld, 40 + pi, -6, 6);
+        tsr_chain_problem cp;
+        memset(&cp, 0, sizeof cp);
+        const int64_t shape[2] = {rows, cols};
+        cp.x = tsr_tensor_contiguous(xt, 2, shape);
+        cp.x.strides[0] = ld, cp.x.strides[1] = 1;
+        cp.y = tsr_tensor_contiguous(yt, 2, shape);
+        cp.xp = x;
+        for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+            tsr_chain_desc_init(&cp.chain);
+            tsr_chain_push_unary(&cp.chain, ops[oi]);
+            cp.yp = want;
+            run_chain_problem(ref, ctx, &cp);
+            for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
+                const tsr_kernel *k = tsr_registry_find(kernels[ki]);
+                if (!usable(k, ctx)) continue;
+                memset(y, 0x7f, tsr_dtype_size(yt) * (size_t)n);
+                cp.yp = y;
+                run_chain_problem(k, ctx, &cp);
+                /* 16-bit y: neighbours at most (one rounding); f32: a few ulps */
+                int64_t bad = 0, at = -1;
+                for (int64_t i = 0; i < n; i++) {
+                    const float w = elem_f(want, yt, i), g = elem_f(y, yt, i);
+                    const bool ok = yt == TSR_F32 ? fabsf(g - w) <= 0x1p-20f * fabsf(w) + 1e-30f
+                                                  : abs(half_key(((const uint16_t *)y)[i]) -
+                                                        half_key(((const uint16_t *)want)[i])) <= 1;
+                    if (!ok) bad++, at = at < 0 ? i : at;
+                }
+                ck_assert_msg(bad == 0, "%s op %d, x %d y %d, %lldx%lld: %lld differ, first at %lld", k->name,
+                              (int)ops[oi], (int)xt, (int)yt, (long long)rows, (long long)cols, (long long)bad,
+                              (long long)at);
+            }
+        }
+        free(x), free(want), free(y);
+    }
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 /* Binary ops exactly as the reference, NaN propagation of max/min both
  * ways, on the same values against a shifted copy of themselves. */
 START_TEST(binary_whole_range) {
@@ -714,6 +778,7 @@ int main(void) {
     tcase_add_test(tc, norm_shift_far_from_mean);
     tcase_add_test(tc, norm_nonfinite_params);
     tcase_add_test(tc, chain_out_of_cache);
+    tcase_add_test(tc, chain_unary_direct);
     tcase_add_test(tc, chain_bf16_pairs);
     tcase_add_test(tc, chain_tiles_broadcast);
     suite_add_tcase(s, tc);

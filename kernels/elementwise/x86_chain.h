@@ -143,6 +143,7 @@ typedef struct chain_view {
     const char *base[2 + TSR_MAX_CHAIN_OPERANDS];
     bool stream_y; /* y stored past the caches (vf_streams) */
     bool pairs;    /* every unit-stride tensor is bf16: whole steps keep evens and odds apart (chain_run) */
+    bool direct;   /* unary_direct_of */
 } chain_view;
 
 static void view_of(const tsr_chain_problem *c, chain_view *v) {
@@ -226,25 +227,31 @@ static inline __attribute__((always_inline)) void tile_unary_op(const tsr_unary_
     }
 }
 
-#define UNARY_CASE(op) \
-    case op: tile_unary_op(op, src, dst, n, false); break
-/* narrow: the step's result goes to a bf16 or f16 y next (gelu_erf then
- * takes its 1e-5 form). */
-static void tile_unary(tsr_unary_op op, const float *src, float *dst, int n, bool narrow) {
-    switch (op) {
-        UNARY_CASE(TSR_UNARY_IDENTITY); UNARY_CASE(TSR_UNARY_NEG); UNARY_CASE(TSR_UNARY_ABS);
-        UNARY_CASE(TSR_UNARY_SQUARE); UNARY_CASE(TSR_UNARY_SQRT); UNARY_CASE(TSR_UNARY_RSQRT);
-        UNARY_CASE(TSR_UNARY_RECIPROCAL); UNARY_CASE(TSR_UNARY_EXP); UNARY_CASE(TSR_UNARY_ERF);
-        UNARY_CASE(TSR_UNARY_TANH); UNARY_CASE(TSR_UNARY_SIGMOID); UNARY_CASE(TSR_UNARY_RELU);
-        UNARY_CASE(TSR_UNARY_GELU_TANH); UNARY_CASE(TSR_UNARY_SILU);
-    case TSR_UNARY_GELU_ERF:
-        if (narrow) tile_unary_op(op, src, dst, n, true);
-        else tile_unary_op(op, src, dst, n, false);
-        break;
-    default: tile_unary_op(op, src, dst, n, false); /* log: lane by lane */
+/* F(op, narrow, args...) with op and narrow constants: one loop per op
+ * (log, lane by lane, the default). narrow: the result goes to a bf16 or
+ * f16 y next (gelu_erf then takes its narrow form). */
+#define UNARY_CASE(F, o, ...) \
+    case o: F(o, false, __VA_ARGS__); break
+#define UNARY_DISPATCH(F, op, narrow, ...)                                                                       \
+    switch (op) {                                                                                               \
+        UNARY_CASE(F, TSR_UNARY_IDENTITY, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_NEG, __VA_ARGS__);            \
+        UNARY_CASE(F, TSR_UNARY_ABS, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_SQUARE, __VA_ARGS__);              \
+        UNARY_CASE(F, TSR_UNARY_SQRT, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_RSQRT, __VA_ARGS__);              \
+        UNARY_CASE(F, TSR_UNARY_RECIPROCAL, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_EXP, __VA_ARGS__);          \
+        UNARY_CASE(F, TSR_UNARY_ERF, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_TANH, __VA_ARGS__);                \
+        UNARY_CASE(F, TSR_UNARY_SIGMOID, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_RELU, __VA_ARGS__);            \
+        UNARY_CASE(F, TSR_UNARY_GELU_TANH, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_SILU, __VA_ARGS__);          \
+    case TSR_UNARY_GELU_ERF:                                                                                    \
+        if (narrow) F(TSR_UNARY_GELU_ERF, true, __VA_ARGS__);                                                   \
+        else F(TSR_UNARY_GELU_ERF, false, __VA_ARGS__);                                                         \
+        break;                                                                                                  \
+    default: F(op, false, __VA_ARGS__);                                                                         \
     }
+
+#define TILE_UNARY_OP(op, narrow, src, dst, n) tile_unary_op(op, src, dst, n, narrow)
+static void tile_unary(tsr_unary_op op, const float *src, float *dst, int n, bool narrow) {
+    UNARY_DISPATCH(TILE_UNARY_OP, op, narrow, src, dst, n)
 }
-#undef UNARY_CASE
 
 /* dst = src op o (o op src when left) over a tile; o a tile, or NULL for
  * the value ob in every lane. */
@@ -285,8 +292,25 @@ static void tile_load(const chain_view *v, int k, int64_t off, int cnt, int n, b
     }
 }
 
+/* c (1..NV * VL) values of x into y from element off on (dtype,
+ * streamed, bf16 pairs when c is whole, a partial last vector): load_nv's
+ * inverse. */
+static inline __attribute__((always_inline)) void store_nv(const chain_view *v, int64_t off, int c, const vf *x) {
+    if (v->pairs && c == NV * VL) {
+        for (int u = 0; u < NV; u += 2)
+            vf_put_bf16_evens_odds((void *)v->base[0], off + u * VL, x[u], x[u + 1], v->stream_y, true);
+        return;
+    }
+    for (int u = 0; u < NV && u * VL < c; u++) {
+        const int m = c - u * VL;
+        if (m >= VL) vf_put_dtype((void *)v->base[0], v->dtype[0], off + u * VL, x[u], v->stream_y);
+        else vf_store_n_dtype((void *)v->base[0], v->dtype[0], off + u * VL, x[u], m);
+    }
+}
+
 /* The tile's f32 values into y (dtype, streamed, bf16 pairs, a partial
- * last chunk). */
+ * last chunk): store_nv's steps in a loop of its own, since built on
+ * store_nv SwiGLU (bf16, Zen 4) lost 5%. */
 static void tile_store(const chain_view *v, int64_t off, int cnt, const float *src) {
     for (int i = 0; i < cnt; i += NV * VL) {
         const int c = cnt - i < NV * VL ? cnt - i : NV * VL;
@@ -305,6 +329,58 @@ static void tile_store(const chain_view *v, int64_t off, int cnt, const float *s
     }
 }
 
+/* A chain of one unary step on an x read along the row (a standalone
+ * activation) but for f32 x and y in cache: cnt elements of x from ox
+ * converted into registers as loaded, the op, and y from oy converted as
+ * stored, with no tile buffer between (Zen 4, two threads, gelu_erf past
+ * the caches: bf16 +7%, f32 with y streamed +12%; f32 in cache lost 16%
+ * against the step's own loop over x and y in place, and keeps it). */
+static inline __attribute__((always_inline)) void unary_direct_op(const tsr_unary_op op, const bool narrow,
+                                                                 const chain_view *v, int64_t ox, int64_t oy,
+                                                                 int cnt) {
+    for (int i = 0; i < cnt; i += NV * VL) {
+        const int c = cnt - i < NV * VL ? cnt - i : NV * VL;
+        vf x[NV];
+        load_nv(v, 1, ox + i, 1, c, v->pairs && c == NV * VL, x);
+        apply_unary(op, x, narrow);
+        store_nv(v, oy + i, c, x);
+    }
+}
+
+static void unary_direct(tsr_unary_op op, bool narrow, const chain_view *v, int64_t ox, int64_t oy, int cnt) {
+    UNARY_DISPATCH(unary_direct_op, op, narrow, v, ox, oy, cnt)
+}
+
+/* The inputs' lines of the cnt elements from column j, PREFETCH_BYTES
+ * ahead: the steps' arithmetic otherwise holds the core's window and the
+ * memory idles meanwhile (bf16 SwiGLU out of cache: 1.3 -> 0.8 ns per
+ * element). */
+static inline __attribute__((always_inline)) void prefetch_inputs(const chain_view *v, const int64_t *off, int64_t j,
+                                                                 int cnt) {
+    const int in = v->ndim - 1;
+    for (int k = 1; k < v->ntensors; k++) {
+        if (v->strides[k][in] != 1) continue;
+        const int es = v->esize[k];
+        /* an address, maybe past the tensor's end (a prefetch never faults) */
+        const uintptr_t p = (uintptr_t)(v->base[k] + (off[k] + j) * es) + PREFETCH_BYTES;
+        for (int l = 0; l < cnt * es; l += 64) tsr_prefetch_l1((const char *)(p + (uintptr_t)l));
+    }
+}
+
+/* Whether the chain takes unary_direct: one unary step, x read along the
+ * row, and not f32 x and y in cache (the step's loop over x and y in
+ * place, run_tile's, serves those). */
+static bool unary_direct_of(const tsr_chain_desc *ch, const chain_view *v) {
+    return ch->num_steps == 1 && ch->steps[0].kind == TSR_STEP_UNARY && v->strides[1][v->ndim - 1] == 1 &&
+           !(v->dtype[0] == TSR_F32 && v->dtype[1] == TSR_F32 && !v->stream_y);
+}
+
+static void run_tile_direct(const tsr_chain_desc *ch, const chain_view *v, const int64_t *off, int64_t j, int cnt) {
+    prefetch_inputs(v, off, j, cnt);
+    unary_direct(ch->steps[0].unary, v->dtype[0] == TSR_BF16 || v->dtype[0] == TSR_F16, v, off[1] + j, off[0] + j,
+                 cnt);
+}
+
 /* The whole chain on cnt (1..TILE) elements from column j on, step after
  * step over the tile: each step is one tight loop (no dispatch per vector,
  * its constants held in registers; exp 1.0 -> 0.55 ns an element, SwiGLU
@@ -314,16 +390,7 @@ static void tile_store(const chain_view *v, int64_t off, int cnt, const float *s
 static void run_tile(const tsr_chain_desc *ch, const chain_view *v, const int64_t *off, int64_t j, int cnt) {
     const int in = v->ndim - 1, n = (cnt + NV * VL - 1) / (NV * VL) * (NV * VL);
     _Alignas(64) float buf[TILE], obuf[TILE];
-    /* the inputs' lines PREFETCH_BYTES ahead: the steps' arithmetic
-     * otherwise holds the core's window and the memory idles meanwhile
-     * (bf16 SwiGLU out of cache: 1.3 -> 0.8 ns per element) */
-    for (int k = 1; k < v->ntensors; k++) {
-        if (v->strides[k][in] != 1) continue;
-        const int es = v->esize[k];
-        /* an address, maybe past the tensor's end (a prefetch never faults) */
-        const uintptr_t p = (uintptr_t)(v->base[k] + (off[k] + j) * es) + PREFETCH_BYTES;
-        for (int l = 0; l < cnt * es; l += 64) tsr_prefetch_l1((const char *)(p + (uintptr_t)l));
-    }
+    prefetch_inputs(v, off, j, cnt);
     const float *src;
     if (v->strides[1][in] == 0) { /* x broadcast along the row */
         const vf b = vf_set1(tsr_load_f(v->base[1], v->dtype[1], off[1]));
@@ -370,7 +437,10 @@ static void run_block(const tsr_chain_desc *ch, const chain_view *v, int64_t row
         row /= v->shape[i];
         for (int k = 0; k < v->ntensors; k++) off[k] += idx * v->strides[k][i];
     }
-    for (int64_t j = j0; j < j1; j += TILE) run_tile(ch, v, off, j, j1 - j < TILE ? (int)(j1 - j) : TILE);
+    if (v->direct)
+        for (int64_t j = j0; j < j1; j += TILE) run_tile_direct(ch, v, off, j, j1 - j < TILE ? (int)(j1 - j) : TILE);
+    else
+        for (int64_t j = j0; j < j1; j += TILE) run_tile(ch, v, off, j, j1 - j < TILE ? (int)(j1 - j) : TILE);
 }
 
 static void run_blocks(const tsr_chain_desc *ch, const chain_view *v, int64_t t0, int64_t t1, int64_t blocks,
@@ -391,6 +461,7 @@ static tsr_status chain_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     for (int i = 0; i < v.ndim - 1; i++) rows *= v.shape[i];
     const int nt = tsr_threads_for(ctx, (double)rows * (double)n, 32768.0);
     v.stream_y = vf_streams(rows * n * (int64_t)tsr_dtype_size(v.dtype[0]));
+    v.direct = unary_direct_of(&c->chain, &v);
     /* bf16 widened by one shift or mask per 2 VL values and rounded back
      * without a pack: every step acts lane by lane, so any order common to
      * all the tensors serves (a broadcast value is the same in each lane) */
