@@ -290,7 +290,8 @@ START_TEST(chain_out_of_cache) {
 END_TEST
 
 /* A chain of one unary step takes x into registers and y out of them
- * with no tile buffer (x86_chain.h's unary_direct): each pair of x and y
+ * with no tile buffer (x86_chain.h's unary_direct; AVX-512, AVX2 checked
+ * on its tile path alike): each pair of x and y
  * dtypes, rows padded apart in x (so rows are not merged) of a length that
  * is no multiple of a step (whole steps and a tail), and a bf16 x and y
  * past the caches (y streamed), against the reference within one rounding

@@ -369,10 +369,15 @@ static inline __attribute__((always_inline)) void prefetch_inputs(const chain_vi
 
 /* Whether the chain takes unary_direct: one unary step, x read along the
  * row, and not f32 x and y in cache (the step's loop over x and y in
- * place, run_tile's, serves those). */
+ * place, run_tile's, serves those). AVX-512 only: measured there alone. */
 static bool unary_direct_of(const tsr_chain_desc *ch, const chain_view *v) {
+#if VL == 16
     return ch->num_steps == 1 && ch->steps[0].kind == TSR_STEP_UNARY && v->strides[1][v->ndim - 1] == 1 &&
            !(v->dtype[0] == TSR_F32 && v->dtype[1] == TSR_F32 && !v->stream_y);
+#else
+    (void)ch, (void)v;
+    return false;
+#endif
 }
 
 static void run_tile_direct(const tsr_chain_desc *ch, const chain_view *v, const int64_t *off, int64_t j, int cnt) {
