@@ -3,7 +3,8 @@
  * S = scale Q K^T, the causal mask written into S, Tessera's softmax, oneDNN
  * sgemm for O = P V; S is seq_q x seq_kv per head; bf16: oneDNN's bf16
  * matmul primitive for both products, f32 S, softmax to bf16 P), and decode
- * against the memory bandwidth measured by memcpy in the same run (it must
+ * against the memory bandwidth measured by memcpy on the run's threads in
+ * the same run (bench_copy; it must
  * read K and V once). Names: attention/<dtype>/<variant>/<shape>/<impl>.
  * --rss instead runs each path once at seq 8192 in a child process and
  * reports its peak resident memory (fused: O(seq) extra; unfused: S). */
@@ -18,6 +19,7 @@
 #include <string.h>
 
 #include "bench_attention.h"
+#include "copy.h"
 #include "fill.h"
 #include "gbench_shim.h"
 #include "impls.h"
@@ -43,6 +45,7 @@ typedef struct attn_case {
 
 static attn_case cases[MAX_ATTN_CASES];
 static int ncases;
+static int copy_threads; /* the run's threads, for the reference copy */
 static tsr_context *ctx;
 
 static double visible_pairs(const tsr_attention_desc *d) {
@@ -128,7 +131,7 @@ static int run_unfused(attn_case *c) {
 
 static int run_case(attn_case *c) {
     if (c->impl == IMPL_COPY) {
-        memcpy(c->o, c->q, c->bytes);
+        bench_copy(c->o, c->q, c->bytes, copy_threads);
         return 0;
     }
     if (c->impl == IMPL_UNFUSED) return run_unfused(c);
@@ -210,6 +213,7 @@ static bool ran(const gb_result *r, int nr, const char *name) {
 }
 
 int attention_suite_main(int threads, int quick, int want_summary) {
+    copy_threads = threads;
     tsr_context_info info;
     if (!(ctx = bench_cpu_context(threads, &info))) return 2;
     printf("tessera-bench attention: %s, tessera arch %s, %d threads\n", info.device_name, info.arch, threads);
@@ -251,7 +255,7 @@ int attention_suite_main(int threads, int quick, int want_summary) {
         const gb_result *r;
         int nr = gb_results(&r);
         double bw = rate_of(r, nr, copy->name, 1);
-        printf("\nsummary (attention, %d threads): GFLOP/s; decode in GB/s of K+V read vs memcpy ", threads);
+        printf("\nsummary (attention, %d threads): GFLOP/s; decode in GB/s of K+V read vs memcpy on as many threads ", threads);
         if (bw > 0) printf("%.1f GB/s (read + write)\n", bw);
         else printf("(not measured: its run filtered out)\n");
         printf("%-58s %10s %10s %8s\n", "case", "tessera", "unfused", "ratio");

@@ -1,8 +1,9 @@
 /* tessera-bench --op rowwise: softmax, layernorm and rmsnorm on the CPU,
  * a fused chain (SwiGLU's silu(x) * g, two inputs and one output) and the
  * erf GELU (a one-step chain),
- * against memcpy in the same run (an op that reads its inputs once and
- * writes its output once can at best move bytes as fast as a copy) and
+ * against memcpy on the run's threads in the same run (bench_copy: an op
+ * that reads its inputs once and writes its output once can at best move
+ * bytes as fast as a copy) and
  * against oneDNN's softmax, layer normalization, swish + binary-mul and
  * gelu_erf primitives on the same buffers (oneDNN 2.6 has no RMS norm). Sizes from
  * 4 KiB rows x 1 to 256 MiB. Names: <op>/<dtype>/rows/<R>x<C>/<impl>. */
@@ -12,6 +13,7 @@
 #include <string.h>
 
 #include "bench_rowwise.h"
+#include "copy.h"
 #include "fill.h"
 #include "gbench_shim.h"
 #include "row_onednn.h"
@@ -36,11 +38,12 @@ typedef struct row_case {
 
 static row_case cases[MAX_ROW_CASES];
 static int ncases;
+static int copy_threads; /* the run's threads, for the reference copy */
 static tsr_context *ctx;
 
 static tsr_status run_row(row_case *c) {
     switch (c->op) {
-    case OP_COPY: memcpy(c->y, c->x, c->bytes / 2); return TSR_OK;
+    case OP_COPY: bench_copy(c->y, c->x, c->bytes / 2, copy_threads); return TSR_OK;
     case OP_SOFTMAX: return tsr_softmax(ctx, &c->d, c->x, c->y);
     case OP_LAYERNORM: return tsr_layernorm(ctx, &c->d, c->x, c->gamma, c->beta, c->y);
     case OP_SWIGLU: {
@@ -120,6 +123,7 @@ static double gbps_of(const gb_result *r, int nr, const char *name, int *found) 
 }
 
 int rowwise_suite_main(int threads, int quick, int want_summary) {
+    copy_threads = threads;
     tsr_context_info info;
     if (!(ctx = bench_cpu_context(threads, &info))) return 2;
     printf("tessera-bench rowwise: %s, tessera arch %s, %d threads\n", info.device_name, info.arch, threads);
@@ -135,7 +139,7 @@ int rowwise_suite_main(int threads, int quick, int want_summary) {
     if (want_summary) {
         const gb_result *r;
         int nr = gb_results(&r);
-        printf("\nsummary (rowwise, %d threads): GB/s read + written, as %% of memcpy of the same bytes, "
+        printf("\nsummary (rowwise, %d threads): GB/s read + written, as %% of memcpy of the same bytes on as many threads, "
                "and against oneDNN's primitive\n", threads);
         printf("%-36s %9s %8s %9s %9s %7s\n", "case", "tessera", "memcpy", "% memcpy", "onednn", "ratio");
         double copy = 0;
