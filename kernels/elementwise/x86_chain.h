@@ -367,17 +367,16 @@ static inline __attribute__((always_inline)) void prefetch_inputs(const chain_vi
     }
 }
 
+/* unary_direct serves AVX-512 alone, the ISA it was measured on; a
+ * constant, so that AVX2's build drops its code. */
+#define UNARY_DIRECT_ISA (VL == 16)
+
 /* Whether the chain takes unary_direct: one unary step, x read along the
  * row, and not f32 x and y in cache (the step's loop over x and y in
- * place, run_tile's, serves those). AVX-512 only: measured there alone. */
+ * place, run_tile's, serves those). */
 static bool unary_direct_of(const tsr_chain_desc *ch, const chain_view *v) {
-#if VL == 16
-    return ch->num_steps == 1 && ch->steps[0].kind == TSR_STEP_UNARY && v->strides[1][v->ndim - 1] == 1 &&
-           !(v->dtype[0] == TSR_F32 && v->dtype[1] == TSR_F32 && !v->stream_y);
-#else
-    (void)ch, (void)v;
-    return false;
-#endif
+    return UNARY_DIRECT_ISA && ch->num_steps == 1 && ch->steps[0].kind == TSR_STEP_UNARY &&
+           v->strides[1][v->ndim - 1] == 1 && !(v->dtype[0] == TSR_F32 && v->dtype[1] == TSR_F32 && !v->stream_y);
 }
 
 static void run_tile_direct(const tsr_chain_desc *ch, const chain_view *v, const int64_t *off, int64_t j, int cnt) {
@@ -442,7 +441,7 @@ static void run_block(const tsr_chain_desc *ch, const chain_view *v, int64_t row
         row /= v->shape[i];
         for (int k = 0; k < v->ntensors; k++) off[k] += idx * v->strides[k][i];
     }
-    if (v->direct)
+    if (UNARY_DIRECT_ISA && v->direct)
         for (int64_t j = j0; j < j1; j += TILE) run_tile_direct(ch, v, off, j, j1 - j < TILE ? (int)(j1 - j) : TILE);
     else
         for (int64_t j = j0; j < j1; j += TILE) run_tile(ch, v, off, j, j1 - j < TILE ? (int)(j1 - j) : TILE);
