@@ -14,7 +14,7 @@
 #include "internal.h"
 #include "testutil.h"
 
-static const char *kernels[] = {"chain.x86_avx512", "chain.x86_avx2"};
+static const char *kernels[] = {"chain.x86_avx512_bf16", "chain.x86_avx512", "chain.x86_avx2"};
 
 /* The definitions, from libm in double (as test_elementwise.c writes them). */
 static float want_unary(tsr_unary_op op, float xf) {
@@ -152,23 +152,37 @@ START_TEST(unary_whole_range) {
 }
 END_TEST
 
+/* ops on every STEP-th float of |x| in [lo, hi) (bit patterns of
+ * positive floats), each with its negation next to it. */
+static void check_unary_dense(uint32_t lo, uint32_t hi, const unary_bound *ops, size_t nops, const char *where) {
+    enum { STEP = 64 };
+    float *x = malloc(sizeof(float) * 2 * ((hi - lo) / STEP + 1));
+    int n = 0;
+    for (uint32_t b = lo; b < hi; b += STEP) {
+        float f;
+        memcpy(&f, &b, 4);
+        x[n++] = f, x[n++] = -f;
+    }
+    check_unary_ops(ops, nops, x, n, where);
+    free(x);
+}
+
 /* gelu_erf densely where activations live, |x| in [1/4, 4], both signs:
  * vectors wholly within the chains' short form's range take it (AVX-512:
  * |x| < 4, every one of verf.h's 32 pieces; AVX2: |x| <= 3,
  * gelu_erf_small), the others and those straddling 3 the general one; the
  * whole-range test samples this region only a few hundred times. */
 START_TEST(gelu_erf_dense_core) {
-    enum { STEP = 64, N = 2 * ((0x40800000 - 0x3e800000) / STEP) };
     static const unary_bound ops[] = {{TSR_UNARY_GELU_ERF, 6}};
-    float *x = malloc(sizeof(float) * N);
-    int n = 0;
-    for (uint32_t b = 0x3e800000; b < 0x40800000; b += STEP) {
-        float f;
-        memcpy(&f, &b, 4);
-        x[n++] = f, x[n++] = -f;
-    }
-    check_unary_ops(ops, 1, x, n, "with |x| in [1/4, 4]");
-    free(x);
+    check_unary_dense(0x3e800000, 0x40800000, ops, 1, "with |x| in [1/4, 4]");
+}
+END_TEST
+
+/* sigmoid and silu densely over |x| in [1/4, 32], where gates live (the
+ * whole-range test samples it a few hundred times). */
+START_TEST(sigmoid_silu_dense_core) {
+    static const unary_bound ops[] = {{TSR_UNARY_SIGMOID, 3}, {TSR_UNARY_SILU, 3}};
+    check_unary_dense(0x3e800000, 0x42000000, ops, 2, "with |x| in [1/4, 32]");
 }
 END_TEST
 
@@ -289,13 +303,15 @@ START_TEST(chain_out_of_cache) {
 }
 END_TEST
 
-/* A chain of one unary step takes x into registers and y out of them
- * with no tile buffer (x86_chain.h's unary_direct; AVX-512, AVX2 checked
- * on its tile path alike): each pair of x and y
- * dtypes, rows padded apart in x (so rows are not merged) of a length that
- * is no multiple of a step (whole steps and a tail), and a bf16 x and y
- * past the caches (y streamed), against the reference within one rounding
- * of y's type (both round an f32 a few ulps apart). */
+/* A chain of one unary step, or of a unary step times a tensor (a gated
+ * unit, the tensor on either side), takes x and the gate into registers
+ * and y out of them with no tile buffer (x86_chain.h's unary_direct;
+ * AVX-512, AVX2 checked on its tile path alike): each pair of x and y
+ * dtypes (the gate's x's), rows padded apart in x and in the gate by
+ * different gaps (so rows are not merged) of a length that is no multiple
+ * of a step (whole steps and a tail), and a bf16 x and y past the caches
+ * (y streamed), against the reference within one rounding of y's type
+ * (both round an f32 a few ulps apart). */
 static float elem_f(const void *p, tsr_dtype t, int64_t i) {
     return t == TSR_F32 ? ((const float *)p)[i]
          : t == TSR_BF16 ? tsr_bf16_to_f32(((const uint16_t *)p)[i]) : tsr_f16_to_f32(((const uint16_t *)p)[i]);
@@ -311,21 +327,27 @@ START_TEST(chain_unary_direct) {
     ck_assert_ptr_nonnull(ref);
     for (size_t pi = 0; pi < sizeof pairs / sizeof pairs[0]; pi++) {
         const bool big = pi == sizeof pairs / sizeof pairs[0] - 1; /* 2 x 12 MiB: y streamed */
-        const int64_t rows = big ? 3 : 5, cols = big ? 2100007 : 1037, ld = cols + 5, n = rows * cols;
+        const int64_t rows = big ? 3 : 5, cols = big ? 2100007 : 1037, ld = cols + 5, gld = cols + 3, n = rows * cols;
         const tsr_dtype xt = pairs[pi][0], yt = pairs[pi][1];
-        void *x = malloc(tsr_dtype_size(xt) * (size_t)(rows * ld));
+        void *x = malloc(tsr_dtype_size(xt) * (size_t)(rows * ld)), *g = malloc(tsr_dtype_size(xt) * (size_t)(rows * gld));
         void *want = malloc(tsr_dtype_size(yt) * (size_t)n), *y = malloc(tsr_dtype_size(yt) * (size_t)n);
         tt_fill(x, xt, rows * ld, 40 + pi, -6, 6);
+        tt_fill(g, xt, rows * gld, 50 + pi, -3, 3);
         tsr_chain_problem cp;
         memset(&cp, 0, sizeof cp);
         const int64_t shape[2] = {rows, cols};
         cp.x = tsr_tensor_contiguous(xt, 2, shape);
         cp.x.strides[0] = ld, cp.x.strides[1] = 1;
         cp.y = tsr_tensor_contiguous(yt, 2, shape);
-        cp.xp = x;
-        for (size_t oi = 0; oi < sizeof ops / sizeof ops[0]; oi++) {
+        cp.xp = x, cp.operands[0] = g;
+        tsr_tensor_desc gd = tsr_tensor_contiguous(xt, 2, shape);
+        gd.strides[0] = gld;
+        /* gate 0: op alone; 1: op(x) * g; 2: g * op(x) */
+        for (size_t oi = 0; oi < 3 * sizeof ops / sizeof ops[0]; oi++) {
+            const int gate = (int)(oi % 3);
             tsr_chain_desc_init(&cp.chain);
-            tsr_chain_push_unary(&cp.chain, ops[oi]);
+            tsr_chain_push_unary(&cp.chain, ops[oi / 3]);
+            if (gate) tsr_chain_push_tensor(&cp.chain, TSR_BINARY_MUL, &gd, gate == 2);
             cp.yp = want;
             run_chain_problem(ref, ctx, &cp);
             for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
@@ -343,12 +365,12 @@ START_TEST(chain_unary_direct) {
                                                         half_key(((const uint16_t *)want)[i])) <= 1;
                     if (!ok) bad++, at = at < 0 ? i : at;
                 }
-                ck_assert_msg(bad == 0, "%s op %d, x %d y %d, %lldx%lld: %lld differ, first at %lld", k->name,
-                              (int)ops[oi], (int)xt, (int)yt, (long long)rows, (long long)cols, (long long)bad,
-                              (long long)at);
+                ck_assert_msg(bad == 0, "%s op %d gate %d, x %d y %d, %lldx%lld: %lld differ, first at %lld",
+                              k->name, (int)ops[oi / 3], gate, (int)xt, (int)yt, (long long)rows, (long long)cols,
+                              (long long)bad, (long long)at);
             }
         }
-        free(x), free(want), free(y);
+        free(x), free(g), free(want), free(y);
     }
     tsr_context_destroy(ctx);
 }
@@ -477,7 +499,7 @@ static int64_t row_mismatches(const char *what, const void *got, tsr_dtype t, in
 START_TEST(row_kernels) {
     static const int64_t cols_list[] = {1, 2, 15, 16, 17, 31, 33, 63, 64, 65, 97, 127, 257, 1031, 8209};
     static const tsr_dtype dts[] = {TSR_F32, TSR_F16, TSR_BF16};
-    static const char *const archs[] = {"x86_avx512", "x86_avx2"};
+    static const char *const archs[] = {"x86_avx512_bf16", "x86_avx512", "x86_avx2"};
     enum { R = 6 };
     tsr_context *ctx = NULL;
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
@@ -487,7 +509,7 @@ START_TEST(row_kernels) {
                                                   : oi == 1               ? "layernorm.ref"
                                                                           : "rmsnorm.ref");
         ck_assert_ptr_nonnull(ref);
-        for (int ai = 0; ai < 2; ai++) {
+        for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
             char name[48];
             snprintf(name, sizeof name, "%s.%s", row_ops[oi], archs[ai]);
             const tsr_kernel *k = tsr_registry_find(name);
@@ -575,13 +597,13 @@ END_TEST
  * reference's double computation, on outputs of every size (the bound is
  * relative to the row's largest output, as the outputs are differences). */
 START_TEST(norm_shift_far_from_mean) {
-    static const char *const names[] = {"layernorm.x86_avx512", "layernorm.x86_avx2"};
+    static const char *const names[] = {"layernorm.x86_avx512_bf16", "layernorm.x86_avx512", "layernorm.x86_avx2"};
     static const int64_t cols_list[] = {1031, 8209};
     tsr_context *ctx = NULL;
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
     const tsr_kernel *ref = tsr_registry_find("layernorm.ref");
-    for (int ai = 0; ai < 2; ai++) {
+    for (size_t ai = 0; ai < sizeof names / sizeof names[0]; ai++) {
         const tsr_kernel *k = tsr_registry_find(names[ai]);
         ck_assert_ptr_nonnull(k);
         if (!row_usable(k, ctx, TSR_OP_LAYERNORM)) continue;
@@ -616,7 +638,7 @@ END_TEST
  * beta: the outputs there are NaN and inf as the reference's, where a
  * store that took every row for finite would round the NaN to -0. */
 START_TEST(norm_nonfinite_params) {
-    static const char *const archs[] = {"x86_avx512", "x86_avx2"};
+    static const char *const archs[] = {"x86_avx512_bf16", "x86_avx512", "x86_avx2"};
     const uint32_t nan_bits = 0x7fffffffu;
     float nan_payload;
     memcpy(&nan_payload, &nan_bits, sizeof nan_payload);
@@ -624,7 +646,7 @@ START_TEST(norm_nonfinite_params) {
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
     for (int oi = 1; oi < 3; oi++)
-        for (int ai = 0; ai < 2; ai++) {
+        for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
             char name[48];
             snprintf(name, sizeof name, "%s.%s", row_ops[oi], archs[ai]);
             const tsr_kernel *k = tsr_registry_find(name);
@@ -772,6 +794,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, unary_whole_range);
     tcase_add_test(tc, gelu_erf_dense_core);
+    tcase_add_test(tc, sigmoid_silu_dense_core);
     tcase_add_test(tc, gelu_erf_16bit_outputs);
     tcase_add_test(tc, exp_family_dense_edges);
     tcase_add_test(tc, binary_whole_range);

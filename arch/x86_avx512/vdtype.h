@@ -86,6 +86,25 @@ static inline __m512i bf16_rounded_512(__m512i u) {
 }
 #endif
 
+/* TSR_BF16_STORES_NATIVE: a file whose kernels require AVX512_BF16 (in
+ * their cpu_features) stores bf16 through its conversions; a file built
+ * with -mavx512bf16 for a per-call path (conv) must not. */
+#if defined(TSR_BF16_STORES_NATIVE) && !(VL == 16 && defined(__AVX512BF16__))
+#error "TSR_BF16_STORES_NATIVE needs AVX-512 and -mavx512bf16"
+#endif
+
+#ifdef TSR_BF16_STORES_NATIVE
+/* AVX512_BF16's conversions round to nearest even and keep NaN quiet as
+ * tsr_f32_to_bf16 does (every f32 pattern checked), but flush denormal
+ * inputs to zero, where it rounds them: the lanes of v that are denormal
+ * (exponent 0, not +-0). */
+static inline __mmask16 vf_denormals(vf v) {
+    const __m512i u = _mm512_castps_si512(v);
+    return _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)), u,
+                                       _mm512_set1_epi32(0x7fffffff));
+}
+#endif
+
 /* The inverse of vf_load_bf16_evens_odds: 2 VL bf16 into element i of p,
  * rounded to nearest even, NaN kept quiet (maybe_nan false: the caller
  * knows no lane is NaN, and the test is skipped). The evens' rounded bits
@@ -96,15 +115,28 @@ static inline __attribute__((always_inline)) void vf_put_bf16_evens_odds(void *p
                                                                         bool stream, bool maybe_nan) {
     uint16_t *h = (uint16_t *)p + i;
 #if VL == 16
-    const __m512i ue = _mm512_castps_si512(even), uo = _mm512_castps_si512(odd);
-    __m512i re = _mm512_srli_epi32(bf16_rounded_512(ue), 16), ro = bf16_rounded_512(uo);
-    if (maybe_nan) {
-        re = _mm512_mask_or_epi32(re, _mm512_cmp_ps_mask(even, even, _CMP_UNORD_Q), _mm512_srli_epi32(ue, 16),
-                                  _mm512_set1_epi32(0x40));
-        ro = _mm512_mask_or_epi32(ro, _mm512_cmp_ps_mask(odd, odd, _CMP_UNORD_Q), uo, _mm512_set1_epi32(0x400000));
+    __m512i out;
+#ifdef TSR_BF16_STORES_NATIVE
+    if (_kortestz_mask16_u8(vf_denormals(even), vf_denormals(odd))) {
+        /* evens in words 0..15, odds in 16..31, then interleaved */
+        const __m512i packed = (__m512i)_mm512_cvtne2ps_pbh(odd, even);
+        out = _mm512_permutexvar_epi16(_mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8,
+                                                         23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0),
+                                       packed);
+    } else
+#endif
+    {
+        const __m512i ue = _mm512_castps_si512(even), uo = _mm512_castps_si512(odd);
+        __m512i re = _mm512_srli_epi32(bf16_rounded_512(ue), 16), ro = bf16_rounded_512(uo);
+        if (maybe_nan) {
+            re = _mm512_mask_or_epi32(re, _mm512_cmp_ps_mask(even, even, _CMP_UNORD_Q), _mm512_srli_epi32(ue, 16),
+                                      _mm512_set1_epi32(0x40));
+            ro = _mm512_mask_or_epi32(ro, _mm512_cmp_ps_mask(odd, odd, _CMP_UNORD_Q), uo,
+                                      _mm512_set1_epi32(0x400000));
+        }
+        /* (ro & 0xffff0000) | re */
+        out = _mm512_ternarylogic_epi32(ro, re, _mm512_set1_epi32((int)0xffff0000u), 0xEC);
     }
-    /* (ro & 0xffff0000) | re */
-    const __m512i out = _mm512_ternarylogic_epi32(ro, re, _mm512_set1_epi32((int)0xffff0000u), 0xEC);
     if (stream && !((uintptr_t)h % 64)) _mm512_stream_si512((void *)h, out);
     else _mm512_storeu_si512((void *)h, out);
 #else
@@ -141,6 +173,9 @@ static inline __attribute__((always_inline)) __m128i vf_bf16_from_8(__m256 v, bo
 /* Sixteen f32 as bf16, the same rounding and NaN rule in one 512-bit pass,
  * packed by vpmovdw (a third of the operations of two 8-wide passes). */
 static inline __attribute__((always_inline)) __m256i vf_bf16_from_16(__m512 v, bool maybe_nan) {
+#ifdef TSR_BF16_STORES_NATIVE
+    if (!vf_denormals(v)) return (__m256i)_mm512_cvtneps_pbh(v);
+#endif
     const __m512i u = _mm512_castps_si512(v);
     __m512i r = _mm512_srli_epi32(bf16_rounded_512(u), 16);
     if (maybe_nan)

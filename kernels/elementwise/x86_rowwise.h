@@ -1,6 +1,7 @@
-/* Softmax, layernorm and rmsnorm rows on x86, one source for the AVX2 and
- * AVX-512 builds: include a simd.h and define ROW_ARCH, ROW_SOFTMAX,
- * ROW_LAYERNORM, ROW_RMSNORM and ROW_FEATURES first.
+/* Softmax, layernorm and rmsnorm rows on x86, one source for the AVX2,
+ * AVX-512 and AVX-512 with BF16 builds: include a simd.h and define
+ * ROW_ARCH, ROW_SOFTMAX, ROW_LAYERNORM, ROW_RMSNORM and ROW_FEATURES
+ * first.
  *
  * A row is read from memory once: the later passes (softmax: max, exp and
  * sum, output; norms: sums, output) find it in L1/L2, so the kernels run
