@@ -327,9 +327,11 @@ START_TEST(chain_unary_direct) {
     ck_assert_ptr_nonnull(ref);
     for (size_t pi = 0; pi < sizeof pairs / sizeof pairs[0]; pi++) {
         const bool big = pi == sizeof pairs / sizeof pairs[0] - 1; /* 2 x 12 MiB: y streamed */
-        const int64_t rows = big ? 3 : 5, cols = big ? 2100007 : 1037, ld = cols + 5, gld = cols + 3, n = rows * cols;
+        const int64_t rows = big ? 3 : 5, cols = big ? 2100007 : 1037, n = rows * cols;
+        const int64_t ld = cols + 5, gld = cols + 3; /* x's and the gate's row strides */
         const tsr_dtype xt = pairs[pi][0], yt = pairs[pi][1];
-        void *x = malloc(tsr_dtype_size(xt) * (size_t)(rows * ld)), *g = malloc(tsr_dtype_size(xt) * (size_t)(rows * gld));
+        void *x = malloc(tsr_dtype_size(xt) * (size_t)(rows * ld));
+        void *g = malloc(tsr_dtype_size(xt) * (size_t)(rows * gld));
         void *want = malloc(tsr_dtype_size(yt) * (size_t)n), *y = malloc(tsr_dtype_size(yt) * (size_t)n);
         tt_fill(x, xt, rows * ld, 40 + pi, -6, 6);
         tt_fill(g, xt, rows * gld, 50 + pi, -3, 3);

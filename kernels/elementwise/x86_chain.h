@@ -339,7 +339,8 @@ static void tile_store(const chain_view *v, int64_t off, int cnt, const float *s
  * elements from og times them when gate (its tensor's index) is nonzero,
  * and y from oy converted as stored, with no tile buffer between (Zen 4,
  * two threads, gelu_erf past the caches: bf16 +7%, f32 with y streamed
- * +12%; bf16 SwiGLU +23% in cache). */
+ * +12%; bf16 SwiGLU in cache +23%, +46% with vdtype.h's AVX512_BF16
+ * stores). */
 static inline __attribute__((always_inline)) void unary_direct_op(const tsr_unary_op op, const bool narrow,
                                                                  const chain_view *v, int64_t ox, int64_t oy,
                                                                  int gate, int64_t og, int cnt) {
