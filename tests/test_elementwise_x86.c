@@ -592,6 +592,58 @@ START_TEST(row_kernels) {
 }
 END_TEST
 
+/* Softmax into bf16 and f16 y (AVX-512 takes a degree-4 exp there): each
+ * output is the reference's f32 result rounded to y's type or its
+ * neighbour, and 99.95% at least are that rounding exactly (x of the
+ * 16-bit type over [-8, 8], rows of 1031 and 4096). */
+START_TEST(softmax_16bit_outputs) {
+    static const int64_t cols_list[] = {1031, 4096};
+    static const tsr_dtype yts[] = {TSR_BF16, TSR_F16};
+    static const char *const archs[] = {"x86_avx512_bf16", "x86_avx512", "x86_avx2"};
+    enum { R = 64 };
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    const tsr_kernel *ref = tsr_registry_find("softmax.ref");
+    ck_assert_ptr_nonnull(ref);
+    for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
+        char name[48];
+        snprintf(name, sizeof name, "softmax.%s", archs[ai]);
+        const tsr_kernel *k = tsr_registry_find(name);
+        ck_assert_ptr_nonnull(k);
+        if (!row_usable(k, ctx, TSR_OP_SOFTMAX)) continue;
+        for (size_t ci = 0; ci < sizeof cols_list / sizeof cols_list[0]; ci++)
+            for (size_t ti = 0; ti < sizeof yts / sizeof yts[0]; ti++) {
+                const int64_t C = cols_list[ci], n = R * C;
+                const tsr_dtype t = yts[ti];
+                uint16_t *x = malloc(sizeof(uint16_t) * (size_t)n), *y = malloc(sizeof(uint16_t) * (size_t)n);
+                float *want = malloc(sizeof(float) * (size_t)n);
+                tt_fill(x, t, n, 120 + ci, -8, 8);
+                tsr_rowwise_desc d, dw;
+                tsr_rowwise_desc_init(&d);
+                d.rows = R, d.cols = C, d.x_dtype = d.y_dtype = t;
+                dw = d, dw.y_dtype = TSR_F32;
+                run_row_kernel(ref, ctx, TSR_OP_SOFTMAX, &dw, x, NULL, NULL, want);
+                run_row_kernel(k, ctx, TSR_OP_SOFTMAX, &d, x, NULL, NULL, y);
+                int64_t exact = 0, worst = 0;
+                for (int64_t i = 0; i < n; i++) {
+                    const uint16_t w = t == TSR_BF16 ? tsr_f32_to_bf16(want[i]) : tsr_f32_to_f16(want[i]);
+                    const int64_t dk = llabs((long long)half_key(y[i]) - half_key(w));
+                    exact += dk == 0;
+                    worst = dk > worst ? dk : worst;
+                }
+                printf("elementwise_x86: %s %lld cols into %s: max %lld ulp, %.4f%% exact over %lld values\n",
+                       k->name, (long long)C, tsr_dtype_name(t), (long long)worst, 100.0 * (double)exact / (double)n,
+                       (long long)n);
+                ck_assert_msg(worst <= 1 && exact >= n - n / 2000,
+                              "%s %lld cols into %s: %lld exact of %lld, max %lld", k->name, (long long)C,
+                              tsr_dtype_name(t), (long long)exact, (long long)n, (long long)worst);
+                free(x), free(y), free(want);
+            }
+    }
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 /* Layernorm rows whose first 16 values sit 1000 above the rest: the
  * kernels' one-pass sums are shifted by the mean of those 16, far from the
  * row's mean, and mean(d^2) - mean(d)^2 would cancel most of its bits; the
@@ -797,6 +849,7 @@ int main(void) {
     tcase_add_test(tc, unary_whole_range);
     tcase_add_test(tc, gelu_erf_dense_core);
     tcase_add_test(tc, sigmoid_silu_dense_core);
+    tcase_add_test(tc, softmax_16bit_outputs);
     tcase_add_test(tc, gelu_erf_16bit_outputs);
     tcase_add_test(tc, exp_family_dense_edges);
     tcase_add_test(tc, binary_whole_range);

@@ -91,6 +91,18 @@ ALWAYS_INLINE void load_rv(const void *x, tsr_dtype xt, int64_t i, bool any_orde
         for (int u = 0; u < RV; u++) v[u] = vf_load_dtype(x, xt, i + u * VL);
 }
 
+/* exp(d), d = x - max: into a 16-bit y with AVX-512 by the degree-4
+ * polynomial (its 2.8e-6, and the sum's, are far below y's rounding;
+ * bf16 softmax +10% in cache, +6% past the caches on Zen 4; every bf16
+ * result still the reference rounded, test softmax_16bit_outputs). */
+ALWAYS_INLINE vf softmax_exp(vf d, tsr_dtype yt) {
+#if VL == 16
+    if (yt != TSR_F32) return exp_unchecked_narrow(d);
+#endif
+    (void)yt;
+    return exp_unchecked(d);
+}
+
 /* e: f32 scratch of cols rounded up to VL, which keeps exp(x - max)
  * between the sum and the output pass, so each element pays one exp.
  * bf16 -> bf16 rows keep their evens and odds apart from load to store
@@ -125,7 +137,7 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
         vf v[RV];
         load_rv(r->x, xt, xo + j, pairs, v); /* e keeps x's order: pairs stores it back as it came */
         for (int u = 0; u < RV; u++) {
-            const vf ev = exp_unchecked(vf_sub(v[u], mm));
+            const vf ev = softmax_exp(vf_sub(v[u], mm), yt);
             vf_store(e + j + u * VL, ev);
             acc[u] = vf_add(acc[u], ev);
         }
@@ -133,7 +145,7 @@ ALWAYS_INLINE void softmax_row(const tsr_rowwise_problem *r, int64_t row, tsr_dt
     prefetch_next(nx, CV, C - CV);
     for (int64_t j = CV; j < C; j += VL) {
         const int n = tail_of(C - j);
-        const vf ev = vf_fill_past(exp_unchecked(vf_sub(vf_load_n_dtype(r->x, xt, xo + j, n), mm)), n, vf_zero());
+        const vf ev = vf_fill_past(softmax_exp(vf_sub(vf_load_n_dtype(r->x, xt, xo + j, n), mm), yt), n, vf_zero());
         vf_store(e + j, ev);
         acc[0] = vf_add(acc[0], ev);
     }
