@@ -93,8 +93,9 @@ ALWAYS_INLINE void load_rv(const void *x, tsr_dtype xt, int64_t i, bool any_orde
 
 /* exp(d), d = x - max: into a 16-bit y with AVX-512 by the degree-4
  * polynomial (its 2.8e-6, and the sum's, are far below y's rounding;
- * bf16 softmax +10% in cache, +6% past the caches on Zen 4; every bf16
- * result still the reference rounded, test softmax_16bit_outputs). */
+ * bf16 softmax +10% in cache, +6% past the caches on Zen 4). The cost:
+ * 0.025% of bf16 results and 0.07% of f16 ones land on the neighbour of
+ * the reference rounded, none further (test softmax_16bit_outputs). */
 ALWAYS_INLINE vf softmax_exp(vf d, tsr_dtype yt) {
 #if VL == 16
     if (yt != TSR_F32) return exp_unchecked_narrow(d);
