@@ -414,6 +414,17 @@ END_TEST
 
 static const char *const row_ops[] = {"softmax", "layernorm", "rmsnorm"};
 static const tsr_op row_op_ids[] = {TSR_OP_SOFTMAX, TSR_OP_LAYERNORM, TSR_OP_RMSNORM};
+/* the x86 row kernels' archs, as registered (fastest first) */
+static const char *const row_archs[] = {"x86_avx512_bf16", "x86_avx512", "x86_avx2"};
+
+/* The row kernel op.arch, which must be registered. */
+static const tsr_kernel *row_kernel(const char *op, const char *arch) {
+    char name[48];
+    snprintf(name, sizeof name, "%s.%s", op, arch);
+    const tsr_kernel *k = tsr_registry_find(name);
+    ck_assert_msg(k != NULL, "%s is not registered", name);
+    return k;
+}
 
 static void run_row_kernel(const tsr_kernel *k, tsr_context *ctx, tsr_op op, const tsr_rowwise_desc *d, const void *x,
                            const float *g, const float *b, void *y) {
@@ -501,7 +512,6 @@ static int64_t row_mismatches(const char *what, const void *got, tsr_dtype t, in
 START_TEST(row_kernels) {
     static const int64_t cols_list[] = {1, 2, 15, 16, 17, 31, 33, 63, 64, 65, 97, 127, 257, 1031, 8209};
     static const tsr_dtype dts[] = {TSR_F32, TSR_F16, TSR_BF16};
-    static const char *const archs[] = {"x86_avx512_bf16", "x86_avx512", "x86_avx2"};
     enum { R = 6 };
     tsr_context *ctx = NULL;
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
@@ -511,11 +521,8 @@ START_TEST(row_kernels) {
                                                   : oi == 1               ? "layernorm.ref"
                                                                           : "rmsnorm.ref");
         ck_assert_ptr_nonnull(ref);
-        for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
-            char name[48];
-            snprintf(name, sizeof name, "%s.%s", row_ops[oi], archs[ai]);
-            const tsr_kernel *k = tsr_registry_find(name);
-            ck_assert_ptr_nonnull(k);
+        for (size_t ai = 0; ai < sizeof row_archs / sizeof row_archs[0]; ai++) {
+            const tsr_kernel *k = row_kernel(row_ops[oi], row_archs[ai]);
             if (!row_usable(k, ctx, row_op_ids[oi])) continue;
             for (size_t ci = 0; ci < sizeof cols_list / sizeof cols_list[0]; ci++)
                 for (int xi = 0; xi < 3; xi++)
@@ -540,7 +547,7 @@ START_TEST(row_kernels) {
                             run_row_kernel(ref, ctx, row_op_ids[oi], &dw, x, g, b, want);
                             run_row_kernel(k, ctx, row_op_ids[oi], &d, x, g, b, y);
                             char what[96];
-                            snprintf(what, sizeof what, "%s %lld cols%s %s->%s", name, (long long)C,
+                            snprintf(what, sizeof what, "%s %lld cols%s %s->%s", k->name, (long long)C,
                                      strided ? " strided" : "", tsr_dtype_name(xt), tsr_dtype_name(yt));
                             const double rtol = tt_rtol(TSR_F32, C), atol = oi == 0 ? 1e-7 : rtol;
                             int64_t bad = 0;
@@ -582,7 +589,7 @@ START_TEST(row_kernels) {
                 d2.y_dtype = yi ? TSR_F32 : TSR_BF16;
                 run_row_kernel(k, ctx, row_op_ids[oi], &d2, x2, g2, g2, y2);
                 const double rtol2 = tt_rtol(TSR_F32, C2); /* norms: absolute error of terms near 1 cancelling */
-                ck_assert_int_eq(row_mismatches(name, y2, d2.y_dtype, 0, w2, R2 * C2, rtol2, oi == 0 ? 1e-7 : rtol2), 0);
+                ck_assert_int_eq(row_mismatches(k->name, y2, d2.y_dtype, 0, w2, R2 * C2, rtol2, oi == 0 ? 1e-7 : rtol2), 0);
             }
             ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
             free(x2), free(y2), free(w2), free(g2);
@@ -601,17 +608,13 @@ END_TEST
 START_TEST(softmax_16bit_outputs) {
     static const int64_t cols_list[] = {1031, 4096};
     static const tsr_dtype yts[] = {TSR_BF16, TSR_F16};
-    static const char *const archs[] = {"x86_avx512_bf16", "x86_avx512", "x86_avx2"};
     enum { R = 64 };
     tsr_context *ctx = NULL;
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     const tsr_kernel *ref = tsr_registry_find("softmax.ref");
     ck_assert_ptr_nonnull(ref);
-    for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
-        char name[48];
-        snprintf(name, sizeof name, "softmax.%s", archs[ai]);
-        const tsr_kernel *k = tsr_registry_find(name);
-        ck_assert_ptr_nonnull(k);
+    for (size_t ai = 0; ai < sizeof row_archs / sizeof row_archs[0]; ai++) {
+        const tsr_kernel *k = row_kernel("softmax", row_archs[ai]);
         if (!row_usable(k, ctx, TSR_OP_SOFTMAX)) continue;
         for (size_t ci = 0; ci < sizeof cols_list / sizeof cols_list[0]; ci++)
             for (size_t ti = 0; ti < sizeof yts / sizeof yts[0]; ti++) {
@@ -654,15 +657,13 @@ END_TEST
  * reference's double computation, on outputs of every size (the bound is
  * relative to the row's largest output, as the outputs are differences). */
 START_TEST(norm_shift_far_from_mean) {
-    static const char *const names[] = {"layernorm.x86_avx512_bf16", "layernorm.x86_avx512", "layernorm.x86_avx2"};
     static const int64_t cols_list[] = {1031, 8209};
     tsr_context *ctx = NULL;
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
     const tsr_kernel *ref = tsr_registry_find("layernorm.ref");
-    for (size_t ai = 0; ai < sizeof names / sizeof names[0]; ai++) {
-        const tsr_kernel *k = tsr_registry_find(names[ai]);
-        ck_assert_ptr_nonnull(k);
+    for (size_t ai = 0; ai < sizeof row_archs / sizeof row_archs[0]; ai++) {
+        const tsr_kernel *k = row_kernel("layernorm", row_archs[ai]);
         if (!row_usable(k, ctx, TSR_OP_LAYERNORM)) continue;
         for (int ci = 0; ci < 2; ci++) {
             const int64_t C = cols_list[ci];
@@ -680,9 +681,9 @@ START_TEST(norm_shift_far_from_mean) {
                 err = fmax(err, fabs((double)y[j] - want[j]));
                 big = fmax(big, fabs((double)want[j]));
             }
-            printf("%s %lld cols, first 16 +1000: max error %.3g of the largest output %.3g\n", names[ai],
+            printf("%s %lld cols, first 16 +1000: max error %.3g of the largest output %.3g\n", k->name,
                    (long long)C, err, big);
-            ck_assert_msg(err <= 8 * FLT_EPSILON * big, "%s %lld cols: error %g > 8 ulp of %g", names[ai],
+            ck_assert_msg(err <= 8 * FLT_EPSILON * big, "%s %lld cols: error %g > 8 ulp of %g", k->name,
                           (long long)C, err, big);
             free(x), free(y), free(want);
         }
@@ -695,7 +696,6 @@ END_TEST
  * beta: the outputs there are NaN and inf as the reference's, where a
  * store that took every row for finite would round the NaN to -0. */
 START_TEST(norm_nonfinite_params) {
-    static const char *const archs[] = {"x86_avx512_bf16", "x86_avx512", "x86_avx2"};
     const uint32_t nan_bits = 0x7fffffffu;
     float nan_payload;
     memcpy(&nan_payload, &nan_bits, sizeof nan_payload);
@@ -703,12 +703,9 @@ START_TEST(norm_nonfinite_params) {
     ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
     ck_assert_int_eq(tsr_context_set_num_threads(ctx, 1), TSR_OK);
     for (int oi = 1; oi < 3; oi++)
-        for (size_t ai = 0; ai < sizeof archs / sizeof archs[0]; ai++) {
-            char name[48];
-            snprintf(name, sizeof name, "%s.%s", row_ops[oi], archs[ai]);
-            const tsr_kernel *k = tsr_registry_find(name);
+        for (size_t ai = 0; ai < sizeof row_archs / sizeof row_archs[0]; ai++) {
+            const tsr_kernel *k = row_kernel(row_ops[oi], row_archs[ai]);
             const tsr_kernel *ref = tsr_registry_find(oi == 1 ? "layernorm.ref" : "rmsnorm.ref");
-            ck_assert_ptr_nonnull(k);
             if (!row_usable(k, ctx, row_op_ids[oi])) continue;
             enum { R = 3, C = 257 };
             uint16_t x[R * C], y[R * C];
@@ -724,7 +721,7 @@ START_TEST(norm_nonfinite_params) {
             run_row_kernel(ref, ctx, row_op_ids[oi], &dw, x, g, b, want);
             run_row_kernel(k, ctx, row_op_ids[oi], &d, x, g, b, y);
             const double rtol = tt_rtol(TSR_F32, C);
-            ck_assert_int_eq(row_mismatches(name, y, TSR_BF16, 0, want, R * C, rtol, rtol), 0);
+            ck_assert_int_eq(row_mismatches(k->name, y, TSR_BF16, 0, want, R * C, rtol, rtol), 0);
             ck_assert(isnan(want[5]) && isinf(want[40]));
         }
     tsr_context_destroy(ctx);

@@ -85,14 +85,12 @@ static inline vf exp_unchecked(vf d) {
 
 /* exp_unchecked_scaled(d, 0) by vf_exp_reduced_narrow, for a result
  * rounded to bf16 or f16 soon after (softmax rows into such a y): 2.8e-6
- * relative, two FMAs fewer. AVX-512 (scalef); measured there alone. */
-#if VL == 16
+ * relative, two FMAs fewer. */
 static inline vf exp_unchecked_narrow(vf d) {
     vf n;
     const vf y = vf_exp_reduced_narrow(vf_max(vf_set1(-110.0f), d), &n);
     return vf_scale2(y, n);
 }
-#endif
 
 /* exp(d) for d <= 0 or -inf (exactly 0), for attention's softmax weights:
  * 2^t, t = d log2(e), as 2^f (f = t - round(t) in [-1/2, 1/2], Cephes

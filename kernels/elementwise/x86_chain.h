@@ -372,16 +372,16 @@ static bool gated_direct_op(tsr_unary_op op) {
            op == TSR_UNARY_SIGMOID || op == TSR_UNARY_RELU;
 }
 
-#define GATED_CASE(o) \
-    case o: unary_direct_op(o, false, v, ox, oy, gate, og, cnt); break
 static void gated_direct(tsr_unary_op op, const chain_view *v, int64_t ox, int64_t oy, int gate, int64_t og, int cnt) {
     switch (op) {
-        GATED_CASE(TSR_UNARY_SILU); GATED_CASE(TSR_UNARY_GELU_ERF); GATED_CASE(TSR_UNARY_GELU_TANH);
-        GATED_CASE(TSR_UNARY_SIGMOID); GATED_CASE(TSR_UNARY_RELU);
+        UNARY_CASE(unary_direct_op, TSR_UNARY_SILU, v, ox, oy, gate, og, cnt);
+        UNARY_CASE(unary_direct_op, TSR_UNARY_GELU_ERF, v, ox, oy, gate, og, cnt);
+        UNARY_CASE(unary_direct_op, TSR_UNARY_GELU_TANH, v, ox, oy, gate, og, cnt);
+        UNARY_CASE(unary_direct_op, TSR_UNARY_SIGMOID, v, ox, oy, gate, og, cnt);
+        UNARY_CASE(unary_direct_op, TSR_UNARY_RELU, v, ox, oy, gate, og, cnt);
     default: break; /* gate_of admits no other */
     }
 }
-#undef GATED_CASE
 
 /* The inputs' lines of the cnt elements from column j, PREFETCH_BYTES
  * ahead: the steps' arithmetic otherwise holds the core's window and the
