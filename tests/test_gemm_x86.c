@@ -263,9 +263,10 @@ static bool check_i8(tsr_context *ctx, tsr_context *ref, const tsr_kernel *k, co
     if (!valid) goto done;
     ck_assert_msg(k->run(ctx, &p, s) == TSR_OK, "%s", tsr_last_error());
     for (size_t i = 0; i < nc; i++)
-        ck_assert_msg(c1[i] == c2[i], "%s %lldx%lldx%lld b%lld T%d%d a%g b%g mc%d kc%d nc%d path%d: c[%zu] = %d, want %d",
+        ck_assert_msg(c1[i] == c2[i],
+                      "%s %lldx%lldx%lld b%lld T%d%d a%g b%g mc%d kc%d nc%d path%d pack_a%d: c[%zu] = %d, want %d",
                       k->name, (long long)x->m, (long long)x->n, (long long)x->k, (long long)x->batch, x->ta, x->tb,
-                      (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3], i, c2[i], c1[i]);
+                      (double)x->alpha, (double)x->beta, s->v[0], s->v[1], s->v[2], s->v[3], s->v[4], i, c2[i], c1[i]);
 done:
     free(a), free(b), free(c1), free(c2);
     return valid;
@@ -290,7 +291,8 @@ START_TEST(int8_kernels) {
             printf("SKIP gemm_x86: %s: %s\n", k->name, why);
             goto out;
         }
-        /* mc, kc, nc, path (0 packed, 1 dot, 2 stream; an inapplicable path is skipped) */
+        /* mc, kc, nc, path (0 packed, 1 dot, 2 stream; an inapplicable path is skipped), and
+         * VNNI's pack_a (0: A read in place where it can be, else skipped; 1 packed) */
         const tsr_schedule scheds[] = {{{48, 256, 1008, 0}}, {{96, 512, 2016, 0}}, {{192, 1024, 2016, 1}},
                                        {{48, 256, 1008, 1}}, {{48, 256, 1008, 2}}};
         const icase cases[] = {
@@ -325,14 +327,20 @@ START_TEST(int8_kernels) {
             {7, 1000, 130, 1, 0, 1, 0, 1, 0},        /* A stored k x m, an odd row count */
             {16, 45, 5, 0, 0, 1, 0, 1, -128},       /* every byte -128: b + 128 = 0, all from the row sums */
             {12, 77, 64, 0, 0, 3, 0.5f, 1, 0},       /* alpha/beta rounded at 12 rows */
+            /* the packed path with A read in place (k % 4 == 0): b + 128 at its largest, and 0 */
+            {9, 50, 256, 0, 0, 1, 0, 1, 127},
+            {9, 50, 256, 0, 1, 1, 1, 1, -128},
         };
         int ran = 0;
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
-            for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
-                for (int threads = 1; threads <= 2; threads++) {
-                    tsr_context_set_num_threads(ctx, threads);
-                    ran += check_i8(ctx, ref, k, &cases[ci], &scheds[si]);
-                }
+            for (int pack_a = 0; pack_a <= (k->num_knobs > 4); pack_a++)
+                for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+                    for (int threads = 1; threads <= 2; threads++) {
+                        tsr_schedule s = scheds[si];
+                        s.v[4] = pack_a;
+                        tsr_context_set_num_threads(ctx, threads);
+                        ran += check_i8(ctx, ref, k, &cases[ci], &s);
+                    }
         printf("gemm_x86: %s: %d int8 runs checked\n", k->name, ran);
 out:
         tsr_context_destroy(ctx);

@@ -39,7 +39,8 @@
 #define FEATURES (TSR_CPU_AVX512F | TSR_CPU_AVX512BW | TSR_CPU_AVX512VL | TSR_CPU_AVX512VNNI)
 
 static const int nc_values[] = {1008, 2016, 4032};
-static const tsr_knob vnni_knobs[] = TSR_I8_KNOBS(nc_values);
+static const int onoff_values[] = {0, 1};
+static const tsr_knob vnni_knobs[] = {TSR_I8_KNOB_ENTRIES(nc_values), {"pack_a", 2, onoff_values}};
 
 static bool vnni_supports(const tsr_problem *p, const tsr_context *ctx, char *why, size_t n) {
     (void)ctx; /* its backend and ISA: checked by the core first (tsr_kernel_supports) */
@@ -61,6 +62,10 @@ static int64_t stream_width(int64_t m) { return m <= 2 ? 2048 : 512; }
 
 static bool stream_ok(const tsr_gemm_desc *d) { return d->trans_b == TSR_NO_TRANS && d->m <= STREAM_ROWS; }
 
+/* Whether the packed path can read A in place (pack_a 0): row-major, whole
+ * groups of 4 k in every K block (blocks are multiples of 64). */
+static bool can_skip_pack_a(const tsr_gemm_desc *d) { return !d->trans_a && d->k % 4 == 0; }
+
 static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     (void)ctx;
     const tsr_gemm_desc *d = &p->u.gemm.d;
@@ -76,18 +81,27 @@ static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
      * hardware prefetcher (one core, 4096 x 4096 B, packed -> streamed:
      * 1 row 15 -> 45 GOP/s, 8 rows 87 -> 214, 16 rows 154 -> 268) */
     s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : stream_ok(d) ? PATH_STREAM : PATH_PACKED;
+    /* A read in place: each tile broadcasts its rows' 4-byte groups from A
+     * itself, so no packing pass; the row sums for B's + 128 take one pass
+     * of vpdpbusd. Zen 4, alternated, two threads: 256^3 745 -> 768 GOP/s,
+     * 512^3 830 -> 852, 2048^3 857 -> 874; one thread 256^3 408 -> 425.
+     * Rows 4096 bytes apart share one L1 set, a tile's 8 rows all its
+     * ways: 4096^3 lost 0.4% on one thread, 1.7% on two, so it packs. */
+    s->v[KNOB_PACK_A] = !can_skip_pack_a(d) || d->lda % 4096 == 0;
 }
 
 static bool vnni_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)ctx;
     if (s->v[KNOB_MC] % MR || s->v[KNOB_NC] % NR || s->v[KNOB_KC] % 64) return false;
+    if (!s->v[KNOB_PACK_A] && !can_skip_pack_a(&p->u.gemm.d)) return false;
     return tsr_i8_path_valid(s->v[KNOB_PATH], dot_ok(&p->u.gemm.d), stream_ok(&p->u.gemm.d));
 }
 
-/* acc += a . b on four bytes a lane. In asm because GCC 12 copies the
- * accumulator around the intrinsic and spills the tile to the stack. */
-static inline __m512i dpbusd(__m512i acc, __m512i a_u8, __m512i b_s8) {
-    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(a_u8), "v"(b_s8));
+/* acc += x . y on four bytes a lane, x unsigned and y signed. In asm
+ * because GCC 12 copies the accumulator around the intrinsic and spills the
+ * tile to the stack. */
+static inline __m512i dpbusd(__m512i acc, __m512i x_u8, __m512i y_s8) {
+    __asm__("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x_u8), "v"(y_s8));
     return acc;
 }
 
@@ -98,60 +112,95 @@ typedef struct job {
     int64_t mc, kc, nc; /* kc: a multiple of 4 */
     const int8_t *a_rows; /* dot path: op(A) row-major, a_ld apart */
     int64_t a_ld;
+    bool packs_a; /* packed path: A packed, else read in place (can_skip_pack_a) */
 } job;
 
 static inline int8_t a_at(const job *j, int64_t i, int64_t p) {
     return j->a[j->d->trans_a ? p * j->d->lda + i : i * j->d->lda + p];
 }
 
-/* Rows [i0, i0+mr) of A, k in [p0, p0+kc) (kc4 = kc rounded up to 4), as
- * a + 128 in groups of 4 k per row: dst[(q * MR + i) * 4 + r]. */
-static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, int64_t kc4, uint8_t *dst) {
+/* -128 times the sums of rows [0, MR) of an A panel over its groups of 4
+ * k (dst[(q * MR + i) * 4 + r]): the correction for B's + 128. */
+static void panel_negsums(const int8_t *panel, int64_t groups, int32_t *negsum) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i sum = _mm512_setzero_si512(); /* lane 8h + i: row i's groups 2t + h */
+    int64_t q = 0;
+    for (; q + 2 <= groups; q += 2) sum = dpbusd(sum, ones, _mm512_loadu_si512(panel + q * MR * 4));
+    if (q < groups) sum = dpbusd(sum, ones, _mm512_zextsi256_si512(_mm256_loadu_si256((const __m256i *)(panel + q * MR * 4))));
+    const __m256i rows = _mm256_add_epi32(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+    _mm256_storeu_si256((__m256i *)negsum, _mm256_mullo_epi32(rows, _mm256_set1_epi32(-128)));
+}
+
+/* -128 times the sums of rows [i0, i0+mr) of A read in place (row-major),
+ * k in [p0, p0+kc); rows from mr to MR get 0. */
+static void inplace_negsums(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, int32_t *negsum) {
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int64_t i = 0; i < MR; i++) {
+        if (i >= mr) {
+            negsum[i] = 0;
+            continue;
+        }
+        const int8_t *row = j->a + (i0 + i) * j->d->lda + p0;
+        __m512i sum = _mm512_setzero_si512();
+        int64_t p = 0;
+        for (; p + 64 <= kc; p += 64) sum = dpbusd(sum, ones, _mm512_loadu_si512(row + p));
+        if (p < kc) sum = dpbusd(sum, ones, _mm512_maskz_loadu_epi8(((__mmask64)1 << (kc - p)) - 1, row + p));
+        negsum[i] = (int32_t)((uint32_t)_mm512_reduce_add_epi32(sum) * (uint32_t)-128);
+    }
+}
+
+/* Rows [i0, i0+mr) of A, k in [p0, p0+kc) (kc4 = kc rounded up to 4), in
+ * groups of 4 k per row: dst[(q * MR + i) * 4 + r], zeros past mr and kc;
+ * then their negsums (panel_negsums). */
+static void pack_a(const job *j, int64_t i0, int64_t mr, int64_t p0, int64_t kc, int64_t kc4, int8_t *dst,
+                   int32_t *negsum) {
     const tsr_gemm_desc *d = j->d;
     int64_t p32 = 0;
-    if (!d->trans_a && d->lda % 4 == 0) { /* 8 rows x 32 k per 8x8 transpose of 4-byte groups, then + 128 */
+    if (!d->trans_a && d->lda % 4 == 0) { /* 8 rows x 32 k per 8x8 transpose of 4-byte groups */
         p32 = kc / 32 * 32;
         const int8_t *src = j->a + i0 * d->lda + p0;
         for (int64_t p = 0; p < p32; p += 32) tsr_transpose8x8(src + p, d->lda / 4, (int)mr, dst + p * MR, MR, MR);
-        const __m512i bias = _mm512_set1_epi8((char)0x80);
-        for (int64_t b = 0; b < p32 * MR; b += 64) /* padding rows become 128: their sums are never stored */
-            _mm512_storeu_si512(dst + b, _mm512_xor_si512(_mm512_loadu_si512(dst + b), bias));
     }
     for (int64_t i = 0; i < MR; i++)
         for (int64_t p = p32; p < kc4; p += 4) {
-            uint8_t *out = dst + ((p / 4) * MR + i) * 4;
+            int8_t *out = dst + ((p / 4) * MR + i) * 4;
             if (i < mr && !d->trans_a && p + 4 <= kc) {
-                uint32_t w;
-                memcpy(&w, j->a + (i0 + i) * d->lda + p0 + p, 4);
-                w ^= 0x80808080u;
-                memcpy(out, &w, 4);
+                memcpy(out, j->a + (i0 + i) * d->lda + p0 + p, 4);
                 continue;
             }
-            for (int r = 0; r < 4; r++)
-                out[r] = i < mr && p + r < kc ? (uint8_t)(a_at(j, i0 + i, p0 + p + r) + 128) : 0;
+            for (int r = 0; r < 4; r++) out[r] = i < mr && p + r < kc ? a_at(j, i0 + i, p0 + p + r) : 0;
         }
+    panel_negsums(dst, kc4 / 4, negsum);
 }
 
-/* 16 columns of 4 rows of B (row-major, ld apart) interleaved to 4 k per
- * column: 64 bytes. Columns outside the mask and rows from `rows` on read
- * as zeros. */
-static inline __m512i interleave4(const int8_t *r0, int64_t ld, __mmask16 m, int rows) {
-    const __m128i z = _mm_setzero_si128();
-    const __m128i x0 = rows > 0 ? _mm_maskz_loadu_epi8(m, r0) : z, x1 = rows > 1 ? _mm_maskz_loadu_epi8(m, r0 + ld) : z;
-    const __m128i x2 = rows > 2 ? _mm_maskz_loadu_epi8(m, r0 + 2 * ld) : z;
-    const __m128i x3 = rows > 3 ? _mm_maskz_loadu_epi8(m, r0 + 3 * ld) : z;
-    const __m128i t0 = _mm_unpacklo_epi8(x0, x1), t1 = _mm_unpackhi_epi8(x0, x1);
-    const __m128i t2 = _mm_unpacklo_epi8(x2, x3), t3 = _mm_unpackhi_epi8(x2, x3);
-    __m512i o = _mm512_castsi128_si512(_mm_unpacklo_epi16(t0, t2));
-    o = _mm512_inserti32x4(o, _mm_unpackhi_epi16(t0, t2), 1);
-    o = _mm512_inserti32x4(o, _mm_unpacklo_epi16(t1, t3), 2);
-    return _mm512_inserti32x4(o, _mm_unpackhi_epi16(t1, t3), 3);
+/* The NR columns of 4 rows of B (row-major, ld apart, from r0) interleaved
+ * to 4 k per column: NV vectors of 16 columns at out. Columns outside the
+ * mask and rows from `rows` on read as zeros. The byte and word unpacks
+ * work within 128-bit lanes (lane L of u[q] holds columns 16L + 4q .. + 3),
+ * so the lanes are transposed 4 x 4 after: 4 loads and 14 shuffles for the
+ * panel's 3 vectors, where one 128-bit unpack chain per vector took 45
+ * (int8 256^3: pack_b had 8.6% of the call). */
+static inline void interleave4_panel(const int8_t *r0, int64_t ld, __mmask64 m, int rows, uint8_t *out) {
+    const __m512i z = _mm512_setzero_si512(), bias = _mm512_set1_epi8((char)0x80);
+    const __m512i x0 = _mm512_maskz_loadu_epi8(m, r0), x1 = rows > 1 ? _mm512_maskz_loadu_epi8(m, r0 + ld) : z;
+    const __m512i x2 = rows > 2 ? _mm512_maskz_loadu_epi8(m, r0 + 2 * ld) : z;
+    const __m512i x3 = rows > 3 ? _mm512_maskz_loadu_epi8(m, r0 + 3 * ld) : z;
+    const __m512i t0 = _mm512_unpacklo_epi8(x0, x1), t1 = _mm512_unpackhi_epi8(x0, x1);
+    const __m512i t2 = _mm512_unpacklo_epi8(x2, x3), t3 = _mm512_unpackhi_epi8(x2, x3);
+    const __m512i u0 = _mm512_unpacklo_epi16(t0, t2), u1 = _mm512_unpackhi_epi16(t0, t2);
+    const __m512i u2 = _mm512_unpacklo_epi16(t1, t3), u3 = _mm512_unpackhi_epi16(t1, t3);
+    /* lanes 0-1 of u0..u3 (a, b), then lanes 2 (c, d): vector v is lane v of each u */
+    const __m512i a = _mm512_shuffle_i32x4(u0, u1, 0x44), b = _mm512_shuffle_i32x4(u2, u3, 0x44);
+    const __m512i c = _mm512_shuffle_i32x4(u0, u1, 0xee), d = _mm512_shuffle_i32x4(u2, u3, 0xee);
+    _Static_assert(NV == 3, "a panel is lanes 0-2 of the transpose");
+    _mm512_storeu_si512(out, _mm512_xor_si512(_mm512_shuffle_i32x4(a, b, 0x88), bias));
+    _mm512_storeu_si512(out + 64, _mm512_xor_si512(_mm512_shuffle_i32x4(a, b, 0xdd), bias));
+    _mm512_storeu_si512(out + 128, _mm512_xor_si512(_mm512_shuffle_i32x4(c, d, 0x88), bias));
 }
 
-/* Columns [j0, j0+nr) of B, k in [p0, p0+kc), in groups of 4 k per column:
- * dst[(q * NR + c) * 4 + r], zero past kc and nr; then NR int32 of
- * -128 * the column sums (vpdpbusd of ones against the packed bytes). */
-static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0, int64_t nr, int8_t *dst) {
+/* Columns [j0, j0+nr) of B, k in [p0, p0+kc), plus 128, in groups of 4 k
+ * per column: dst[(q * NR + c) * 4 + r], 128 past kc and nr. */
+static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0, int64_t nr, uint8_t *dst) {
     const tsr_gemm_desc *d = j->d;
     int64_t p = 0;
     if (d->trans_b && d->ldb % 4 == 0) { /* B stored n x k: 8 columns x 32 k per 8x8 transpose of 4-byte groups */
@@ -164,16 +213,12 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0
         p = k32;
     }
     for (; p < kc4; p += 4) {
-        int8_t *out = dst + (p / 4) * NR * 4;
+        uint8_t *out = dst + (p / 4) * NR * 4;
         const bool full_k = p + 4 <= kc;
         if (!d->trans_b) {
             const int8_t *src = j->b + (p0 + p) * d->ldb + j0;
             const int rows = full_k ? 4 : (int)(kc - p); /* the last group of an odd kc */
-            for (int v = 0; v < NV; v++) {
-                const int64_t left = nr - v * 16;
-                const __mmask16 m = left >= 16 ? (__mmask16)0xffff : left <= 0 ? 0 : (__mmask16)((1u << left) - 1);
-                _mm512_storeu_si512(out + v * 64, interleave4(src + v * 16, d->ldb, m, rows));
-            }
+            interleave4_panel(src, d->ldb, ((__mmask64)1 << nr) - 1, rows, out);
             continue;
         }
         for (int64_t c = 0; c < NR; c++) {
@@ -183,30 +228,32 @@ static void pack_b(const job *j, int64_t p0, int64_t kc, int64_t kc4, int64_t j0
             }
             for (int r = 0; r < 4; r++) {
                 int64_t k = p0 + p + r;
-                out[c * 4 + r] = c < nr && p + r < kc ? j->b[d->trans_b ? (j0 + c) * d->ldb + k : k * d->ldb + j0 + c] : 0;
+                out[c * 4 + r] = (uint8_t)(c < nr && p + r < kc ? j->b[(j0 + c) * d->ldb + k] : 0);
             }
         }
     }
-    const __m512i ones = _mm512_set1_epi8(1), neg128 = _mm512_set1_epi32(-128);
-    __m512i sum[NV];
-    for (int v = 0; v < NV; v++) sum[v] = _mm512_setzero_si512();
-    for (int64_t q = 0; q < kc4 / 4; q++)
-        for (int v = 0; v < NV; v++)
-            sum[v] = dpbusd(sum[v], ones, _mm512_loadu_si512(dst + (q * NR + v * 16) * 4));
-    for (int v = 0; v < NV; v++)
-        _mm512_storeu_si512(dst + kc4 * NR + v * 64, _mm512_mullo_epi32(sum[v], neg128));
+    if (d->trans_b) { /* interleaved as they lie; row-major B's interleave adds 128 itself */
+        const __m512i bias = _mm512_set1_epi8((char)0x80);
+        for (int64_t b = 0; b < kc4 * NR; b += 64) _mm512_storeu_si512(dst + b, _mm512_xor_si512(_mm512_loadu_si512(dst + b), bias));
+    }
 }
 
-/* acc = -128 colsum + (A panel + 128) B panel over kc4 / 4 groups. */
-static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t groups, const uint8_t *restrict ap,
-                                                               const int8_t *restrict bp, __m512i acc[MR][NV]) {
-    const int32_t *negsum = (const int32_t *)(bp + groups * 4 * NR);
+/* acc = -128 rowsum(A) + A (B + 128) over `groups` groups of 4 k: A's row
+ * i at a + i * a_rs, consecutive groups a_step apart (a packed panel 4 and
+ * MR * 4, A in place lda and 4; rows past mr repeat the last), negsum its
+ * rows' corrections. */
+static inline __attribute__((always_inline)) void micro_kernel(const int nv, int64_t groups, const int8_t *restrict a,
+                                                               int64_t a_rs, int64_t a_step, int64_t mr,
+                                                               const int32_t *negsum, const uint8_t *restrict bp,
+                                                               __m512i acc[MR][NV]) {
+    const int8_t *rows[MR];
     __m512i c[MR][NV];
-#pragma GCC unroll 4
-    for (int v = 0; v < nv; v++) {
-        __m512i s = _mm512_loadu_si512(negsum + v * 16);
 #pragma GCC unroll 8
-        for (int i = 0; i < MR; i++) c[i][v] = s;
+    for (int i = 0; i < MR; i++) {
+        rows[i] = a + (i < mr ? i : mr - 1) * a_rs;
+        const __m512i s = _mm512_set1_epi32(negsum[i]);
+#pragma GCC unroll 4
+        for (int v = 0; v < nv; v++) c[i][v] = s;
     }
     for (int64_t q = 0; q < groups; q++) {
         __m512i b[NV];
@@ -214,9 +261,9 @@ static inline __attribute__((always_inline)) void micro_kernel(const int nv, int
         for (int v = 0; v < nv; v++) b[v] = _mm512_loadu_si512(bp + (q * NR + v * 16) * 4);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
-            const __m512i a = _mm512_set1_epi32(*(const int32_t *)(const void *)(ap + (q * MR + i) * 4));
+            const __m512i x = _mm512_set1_epi32(*(const int32_t *)(const void *)(rows[i] + q * a_step));
 #pragma GCC unroll 4
-            for (int v = 0; v < nv; v++) c[i][v] = dpbusd(c[i][v], a, b[v]);
+            for (int v = 0; v < nv; v++) c[i][v] = dpbusd(c[i][v], b[v], x);
         }
     }
 #pragma GCC unroll 8
@@ -275,21 +322,23 @@ static inline __attribute__((always_inline)) bool store_tile_regs(const job *j, 
 /* One tile: the micro-kernel on the vectors its nr columns need (a ragged
  * last panel would spend most of its vpdpbusd on padding), then the store. */
 static inline __attribute__((always_inline)) void tile_nv(const int nv, const job *j, int64_t groups,
-                                                          const uint8_t *restrict ap, const int8_t *restrict bp,
+                                                          const int8_t *restrict a, int64_t a_rs, int64_t a_step,
+                                                          const int32_t *negsum, const uint8_t *restrict bp,
                                                           int64_t i0, int64_t mr, int64_t j0, int64_t nr, bool first) {
     __m512i acc[MR][NV];
-    micro_kernel(nv, groups, ap, bp, acc);
+    micro_kernel(nv, groups, a, a_rs, a_step, mr, negsum, bp, acc);
     if (store_tile_regs(j, acc, nv, i0, mr, j0, nr, first)) return;
     __m512i spill[MR][NV]; /* a copy: acc's own address would keep it in memory in every tile */
     memcpy(spill, acc, sizeof spill);
     store_tile(j, spill, i0, mr, j0, nr, first);
 }
 
-static void tile(const job *j, int64_t groups, const uint8_t *restrict ap, const int8_t *restrict bp, int64_t i0,
-                 int64_t mr, int64_t j0, int64_t nr, bool first) {
-    if (nr <= 16) tile_nv(1, j, groups, ap, bp, i0, mr, j0, nr, first);
-    else if (nr <= 32) tile_nv(2, j, groups, ap, bp, i0, mr, j0, nr, first);
-    else tile_nv(NV, j, groups, ap, bp, i0, mr, j0, nr, first);
+static void tile(const job *j, int64_t groups, const int8_t *restrict a, int64_t a_rs, int64_t a_step,
+                 const int32_t *negsum, const uint8_t *restrict bp, int64_t i0, int64_t mr, int64_t j0, int64_t nr,
+                 bool first) {
+    if (nr <= 16) tile_nv(1, j, groups, a, a_rs, a_step, negsum, bp, i0, mr, j0, nr, first);
+    else if (nr <= 32) tile_nv(2, j, groups, a, a_rs, a_step, negsum, bp, i0, mr, j0, nr, first);
+    else tile_nv(NV, j, groups, a, a_rs, a_step, negsum, bp, i0, mr, j0, nr, first);
 }
 
 static int32_t hsum(__m512i v) { return _mm512_reduce_add_epi32(v); }
@@ -355,12 +404,16 @@ static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
             dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 4 ? jhi - j0 : 4), 4, 4);
 }
 
-/* One matrix by a team: B panels of the (jc, pc) block and A panels of each
- * ic block packed cooperatively, tiles shared round-robin. */
-static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
+/* One matrix by a team: B panels of the (jc, pc) block and A panels (or
+ * A's row sums, A read in place) of each ic block made cooperatively, then
+ * the tiles in contiguous ranges per thread. ap holds mc rows of kc bytes,
+ * then mc int32 negsums. */
+static void gemm_one(const job *j, int8_t *ap, uint8_t *bp, int tid, int nth) {
     const tsr_gemm_desc *d = j->d;
     const int64_t M = d->m, N = d->n, K = d->k;
-    const size_t bpanel = (size_t)(j->kc * NR + NR * 4); /* interleaved bytes + column sums */
+    const bool in_place = !j->packs_a;
+    int32_t *const negsum = (int32_t *)(void *)(ap + j->mc * j->kc);
+    const size_t bpanel = (size_t)(j->kc * NR);
     /* Equal blocks of at most nc columns and kc k (multiples of 64): no thin
      * last block repacking A or paying a whole pass over C. */
     const int64_t nblocks = (N + j->nc - 1) / j->nc, ncb = ((N + nblocks - 1) / nblocks + NR - 1) / NR * NR;
@@ -379,7 +432,8 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                 const int64_t mcur = M - ic < j->mc ? M - ic : j->mc, mpanels = (mcur + MR - 1) / MR;
                 for (int64_t ir = tid; ir < mpanels; ir += nth) {
                     int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
-                    pack_a(j, ic + ir * MR, mr, pc, kcur, kc4, ap + ir * MR * kc4);
+                    if (in_place) inplace_negsums(j, ic + ir * MR, mr, pc, kcur, negsum + ir * MR);
+                    else pack_a(j, ic + ir * MR, mr, pc, kcur, kc4, ap + ir * MR * kc4, negsum + ir * MR);
                 }
                 tsr_team_barrier(nth);
                 const int64_t t_lo = tsr_tile_split(ncur, npanels, mpanels, NR, 16, false, tid, nth),
@@ -389,8 +443,12 @@ static void gemm_one(const job *j, uint8_t *ap, int8_t *bp, int tid, int nth) {
                     const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
                     const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
                     tsr_prefetch_tile((const char *)(j->c + (ic + ir * MR) * d->ldc + jc + jr * NR), d->ldc * 4, mr, nr * 4);
-                    tile(j, kc4 / 4, ap + ir * MR * kc4, bp + (size_t)jr * bpanel, ic + ir * MR, mr, jc + jr * NR, nr,
-                         pc == 0);
+                    if (in_place)
+                        tile(j, kc4 / 4, j->a + (ic + ir * MR) * d->lda + pc, d->lda, 4, negsum + ir * MR,
+                             bp + (size_t)jr * bpanel, ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
+                    else
+                        tile(j, kc4 / 4, ap + ir * MR * kc4, 4, MR * 4, negsum + ir * MR, bp + (size_t)jr * bpanel,
+                             ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
                 }
                 /* before the buffers are repacked; after the last block the
                  * caller's barrier (or the team's end) does it */
@@ -518,11 +576,11 @@ static void stream_row_of_a(const job *j, int64_t i, int64_t k4, int64_t ld, int
  * shared buffer buf (abuf bytes of A panels, then B's); split (a team of
  * the nth it was sized for): each thread's own part of it, abuf + bbuf
  * bytes. */
-static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int path, int64_t mc, int64_t kc,
-                         int64_t nc, char *buf, size_t abuf, size_t bbuf, int split, int tid, int nth) {
+static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int path, bool packs_a, int64_t mc,
+                         int64_t kc, int64_t nc, char *buf, size_t abuf, size_t bbuf, int split, int tid, int nth) {
     for (int64_t bt = 0; bt < d->batch; bt++) {
         job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
-                 (int32_t *)g->c + bt * d->stride_c, mc, kc, nc, NULL, d->lda};
+                 (int32_t *)g->c + bt * d->stride_c, mc, kc, nc, NULL, d->lda, packs_a};
         j.a_rows = j.a;
         if (d->k == 0) {
             if (tid == 0) tsr_i8_scale_only(d, j.c);
@@ -554,10 +612,10 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int 
             if (cols) share.n = hi - lo, js.b = j.b + (d->trans_b ? lo * d->ldb : lo), js.c = j.c + lo;
             else share.m = hi - lo, js.a = js.a_rows = j.a + (d->trans_a ? lo : lo * d->lda), js.c = j.c + lo * d->ldc;
             char *own = buf + (size_t)tid * (abuf + bbuf);
-            if (hi > lo) gemm_one(&js, (uint8_t *)own, (int8_t *)(own + abuf), 0, 1);
+            if (hi > lo) gemm_one(&js, (int8_t *)own, (uint8_t *)(own + abuf), 0, 1);
             continue; /* nothing shared: no barrier before the next matrix */
         } else {
-            gemm_one(&j, (uint8_t *)buf, (int8_t *)(buf + abuf), tid, nth);
+            gemm_one(&j, (int8_t *)buf, (uint8_t *)(buf + abuf), tid, nth);
         }
         if (bt + 1 < d->batch) tsr_team_barrier(nth); /* the last one: the team's end */
     }
@@ -567,6 +625,7 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
     const int path = tsr_i8_path_of(s->v[KNOB_PATH], dot_ok(d), stream_ok(d));
+    const bool packs_a = s->v[KNOB_PACK_A] || !can_skip_pack_a(d);
     int64_t kc = s->v[KNOB_KC];
     if (!tsr_i8_wrapping_sum(d) || d->k < kc) kc = d->k; /* one K block */
     kc = (kc + 3) / 4 * 4;
@@ -578,7 +637,8 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     /* the rows and columns one buffer holds */
     const int64_t mcb = tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt),
                   ncb = tsr_split_share(d->n, nc, NR, split == TSR_SPLIT_COLUMNS, nt);
-    const size_t abuf = (size_t)(mcb * kc), bbuf = (size_t)(ncb / NR) * (size_t)(kc * NR + NR * 4);
+    /* A: mc rows of kc bytes and their negsums (gemm_one); B: panels of kc x NR */
+    const size_t abuf = (size_t)(mcb * kc + mcb * 4), bbuf = (size_t)(ncb / NR) * (size_t)(kc * NR);
     /* dot path: op(A) stored k x m is copied row-major once per matrix */
     const size_t bytes = path == PATH_DOT ? (d->trans_a ? (size_t)(d->m * d->k) : 0)
                          : path == PATH_STREAM ? stream_area_offset(d) + (size_t)nt * (STREAM_BLOCK + STREAM_SUMS)
@@ -586,17 +646,18 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
                                                : abuf + bbuf;
     char *buf = bytes ? tsr_scratch_get(bytes) : NULL;
     if (bytes && !buf) return tsr_fail(TSR_ERR_OUT_OF_MEMORY, "gemm.x86_avx512_vnni.s8: no memory for packing buffers");
-    const size_t shared_abuf = (size_t)(mc * kc); /* unsplit: one A buffer of mc rows */
+    const size_t shared_abuf = (size_t)(mc * kc + mc * 4); /* unsplit: one A buffer of mc rows */
     if (nt == 1) { /* no parallel region: even a one-thread one costs a team */
-        run_matrices(d, g, path, mc, kc, nc, buf, shared_abuf, bbuf, TSR_SPLIT_NONE, 0, 1);
+        run_matrices(d, g, path, packs_a, mc, kc, nc, buf, shared_abuf, bbuf, TSR_SPLIT_NONE, 0, 1);
     } else {
 #pragma omp parallel num_threads(nt)
         { /* a smaller team than planned (OMP_THREAD_LIMIT, nesting) shares the buffers as one */
             const int nth = omp_get_num_threads();
             if (split != TSR_SPLIT_NONE && nth == nt)
-                run_matrices(d, g, path, mcb, kc, ncb, buf, abuf, bbuf, split, omp_get_thread_num(), nth);
+                run_matrices(d, g, path, packs_a, mcb, kc, ncb, buf, abuf, bbuf, split, omp_get_thread_num(), nth);
             else
-                run_matrices(d, g, path, mc, kc, nc, buf, shared_abuf, bbuf, TSR_SPLIT_NONE, omp_get_thread_num(), nth);
+                run_matrices(d, g, path, packs_a, mc, kc, nc, buf, shared_abuf, bbuf, TSR_SPLIT_NONE, omp_get_thread_num(),
+                             nth);
         }
     }
     tsr_scratch_put(buf);

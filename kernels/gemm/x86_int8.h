@@ -12,16 +12,17 @@
 /* The schedule knobs: mc, kc, nc blocks of the packed path, and the path:
  * packed Goto loops, dot products for B stored n x k with few rows, or B
  * streamed once for few rows against row-major B. */
-enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PATH };
+enum { KNOB_MC, KNOB_KC, KNOB_NC, KNOB_PATH, KNOB_PACK_A /* VNNI only */ };
 enum { PATH_PACKED, PATH_DOT, PATH_STREAM };
 
 static const int tsr_i8_mc_values[] = {48, 96, 192, 384};
 static const int tsr_i8_kc_values[] = {256, 512, 1024, 2048};
 static const int tsr_i8_path_values[] = {PATH_PACKED, PATH_DOT, PATH_STREAM};
 
-/* The knob table, with nc_values three multiples of the kernel's NR. */
-#define TSR_I8_KNOBS(nc_values)                                                                                      \
-    {{"mc", 4, tsr_i8_mc_values}, {"kc", 4, tsr_i8_kc_values}, {"nc", 3, nc_values}, {"path", 3, tsr_i8_path_values}}
+/* The knob table's entries, with nc_values three multiples of the kernel's NR. */
+#define TSR_I8_KNOB_ENTRIES(nc_values)                                                                               \
+    {"mc", 4, tsr_i8_mc_values}, {"kc", 4, tsr_i8_kc_values}, {"nc", 3, nc_values}, {"path", 3, tsr_i8_path_values}
+#define TSR_I8_KNOBS(nc_values) {TSR_I8_KNOB_ENTRIES(nc_values)}
 
 /* The path a run takes: the schedule's where it serves (the packed path
  * any shape, the others where dot_ok / stream_ok say), else packed. */
