@@ -2,16 +2,19 @@
  * int32 wrap-around like the reference.
  *
  * vpdpbusd multiplies unsigned by signed bytes, four k at a time, into
- * int32 lanes. A is packed as a + 128 (unsigned) and each K block's
- * accumulators start at -128 * (column sums of B over that block), so
- * sum (a + 128) b - 128 sum b = sum a b; all of it wraps modulo 2^32, so
- * the result is exact whenever the true sum fits in int32 and wraps as the
- * reference does otherwise.
+ * int32 lanes. One operand is made unsigned by adding 128, and the
+ * accumulators start at -128 times the other's sums: the packed and stream
+ * paths take b + 128 and each row's sum of A over the K block, so
+ * sum a (b + 128) - 128 sum a = sum a b; the dot path takes a + 128 and
+ * B's column sums. All of it wraps modulo 2^32, so the result is exact
+ * whenever the true sum fits in int32 and wraps as the reference does
+ * otherwise.
  *
  * Three paths:
  *  - packed (Goto loops jc > pc > ic, 8 x 48 micro-tiles: 24 zmm
- *    accumulators, B panels interleaved by 4 k per column, A panels by 4 k
- *    per row);
+ *    accumulators, B panels interleaved by 4 k per column; row-major A
+ *    with k % 4 == 0 read in place, its 4-byte groups broadcast from A
+ *    itself, else A panels by 4 k per row; knob pack_a);
  *  - dot (M <= 16 with k-contiguous B, the x W^T decode shapes): rows of A
  *    against rows of B read in place, 64 k a step, so B streams through
  *    once without being packed; the column sums ride along as one more
@@ -19,8 +22,7 @@
  *  - stream (M <= 16 with row-major B): B read once in place, blocks of
  *    it interleaved by 4 k per column into an L1 buffer and made unsigned
  *    (b + 128), each vector then used by every row of A, broadcast from
- *    memory, with the rows' sums in registers; the correction is -128
- *    times each row's sum of A (no packed copy of B, no column sums).
+ *    memory, with the rows' sums in registers (no packed copy of B).
  * alpha == 1 with beta 0 or 1 adds in wrapping int32 across K blocks; any
  * other alpha/beta needs the whole sum before rounding, so K is one block. */
 #include <immintrin.h>
@@ -83,10 +85,10 @@ static void vnni_default(const tsr_problem *p, const tsr_context *ctx, tsr_sched
     s->v[KNOB_PATH] = dot_ok(d) ? PATH_DOT : stream_ok(d) ? PATH_STREAM : PATH_PACKED;
     /* A read in place: each tile broadcasts its rows' 4-byte groups from A
      * itself, so no packing pass; the row sums for B's + 128 take one pass
-     * of vpdpbusd. Zen 4, alternated, two threads: 256^3 745 -> 768 GOP/s,
-     * 512^3 830 -> 852, 2048^3 857 -> 874; one thread 256^3 408 -> 425.
-     * Rows 4096 bytes apart share one L1 set, a tile's 8 rows all its
-     * ways: 4096^3 lost 0.4% on one thread, 1.7% on two, so it packs. */
+     * of vpdpbusd. Zen 4, one thread, alternated: 256^3 406 -> 426 GOP/s,
+     * 512^3 432 -> 440, 1024^3 439 -> 443; two threads moved within the
+     * VM's noise. Rows 4096 bytes apart share one L1 set, a tile's 8 rows
+     * all its ways: 4096^3 lost 0.4% on one thread, so it packs. */
     s->v[KNOB_PACK_A] = !can_skip_pack_a(d) || d->lda % 4096 == 0;
 }
 
