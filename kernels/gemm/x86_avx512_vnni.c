@@ -263,7 +263,9 @@ static inline __attribute__((always_inline)) void micro_kernel(const int nv, int
         for (int v = 0; v < nv; v++) b[v] = _mm512_loadu_si512(bp + (q * NR + v * 16) * 4);
 #pragma GCC unroll 8
         for (int i = 0; i < MR; i++) {
-            const __m512i x = _mm512_set1_epi32(*(const int32_t *)(const void *)(rows[i] + q * a_step));
+            int32_t group; /* A in place: at any byte */
+            memcpy(&group, rows[i] + q * a_step, 4);
+            const __m512i x = _mm512_set1_epi32(group);
 #pragma GCC unroll 4
             for (int v = 0; v < nv; v++) c[i][v] = dpbusd(c[i][v], b[v], x);
         }
