@@ -1,10 +1,12 @@
 /* Run-time lookup: exact key by hash, else the nearest tuned shape of the
  * same class in log-space; stale or invalid schedules are skipped. No
  * allocation, no locks: the table is immutable once loaded. On a miss the
- * caller's schedule is left untouched. The nearest search scans the class
- * (microseconds for a thousand records), so each thread remembers its last
- * answers per untuned shape. */
+ * caller's schedule is left untouched. Each thread remembers its last
+ * answers per key (the memo below): the key's text, its hash, the probe and
+ * the record's knobs cost an exact hit ~150 ns a call, and the nearest
+ * search scans the class (microseconds for a thousand records). */
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "table_impl.h"
@@ -95,28 +97,57 @@ static bool usable(const tsr_trec *r, const tsr_problem *p, const tsr_context *c
 
 #define NEAREST_TRIES 8
 
-/* A thread's memo of nearest answers: 64 sets of 4 ways, by key hash. An
- * entry names its table by serial (a freed table's address can be reused)
- * and its shape by two independent 64-bit hashes of the key; a remembered
- * record is still checked by usable(), so even a collision could only
- * cost time, never give a schedule the kernel rejects. */
+/* A thread's memo of answers: 64 sets of 4 ways, by key hash. An entry
+ * names its table by serial (a freed table's address can be reused) and its
+ * key by two independent 64-bit hashes of the key's fields (pkey_hashes),
+ * and holds the answer: the hit and the schedule, already resolved against
+ * the kernel's knobs. A remembered schedule is still checked by the
+ * kernel's schedule_valid for the problem at hand, so even a collision
+ * could only cost time, never give a schedule the kernel rejects. An exact
+ * record that the kernel rejected for one problem is not remembered: another
+ * problem of the same key may take it. */
 #define MEMO_SETS 64
 #define MEMO_WAYS 4
-typedef struct nearest_memo {
+typedef struct lookup_memo {
     uint64_t serial, hash, hash2;
     const tsr_kernel *kernel;
     const tsr_context *ctx;
-    int rec; /* -1: no usable record */
-} nearest_memo;
-static _Thread_local nearest_memo memo[MEMO_SETS][MEMO_WAYS];
+    tsr_table_hit hit;
+    tsr_schedule s; /* hit != TSR_TABLE_MISS */
+} lookup_memo;
+static _Thread_local lookup_memo memo[MEMO_SETS][MEMO_WAYS];
 static _Thread_local unsigned char memo_next[MEMO_SETS]; /* round-robin victim */
 
-/* FNV-1a: independent of tsr_table_hash. */
-static uint64_t hash2_of(const char *s, size_t n) { return tsr_fnv1a(s, n, 0); }
+/* Two independent hashes of the key's fields, 8 bytes a step in two
+ * chains side by side (FNV-1a byte by byte over the whole key took ~250
+ * ns). Each string is taken to its terminator, rounded up to 8 bytes:
+ * tsr_problem_key zeroes the key first, so the bytes past it are zeros or
+ * the next field's, the same for the same key. The dim names are left out:
+ * the op fixes them. */
+static void pkey_hashes(const tsr_pkey *key, uint64_t *h, uint64_t *h2) {
+    const char *base = (const char *)key;
+    const struct {
+        size_t off, len;
+    } parts[] = {
+        {0, offsetof(tsr_pkey, dtypes) + strnlen(key->dtypes, sizeof key->dtypes) + 1},
+        {offsetof(tsr_pkey, layout), strnlen(key->layout, sizeof key->layout) + 1},
+        {offsetof(tsr_pkey, variant), strnlen(key->variant, sizeof key->variant) + 1},
+        {offsetof(tsr_pkey, dims), (size_t)key->ndims * sizeof key->dims[0]},
+    };
+    uint64_t a = 0x9e3779b97f4a7c15ull ^ (uint64_t)key->ndims, b = 0x243f6a8885a308d3ull;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        for (size_t o = parts[i].off; o < parts[i].off + parts[i].len && o + 8 <= sizeof *key; o += 8) {
+            uint64_t w;
+            memcpy(&w, base + o, 8);
+            a = (a ^ w) * 0xff51afd7ed558ccdull, a ^= a >> 32;
+            b = (b ^ w) * 0xc4ceb9fe1a85ec53ull, b ^= b >> 29;
+        }
+    *h = a, *h2 = b;
+}
 
-static nearest_memo *memo_find(const tsr_table *t, uint64_t h, uint64_t h2, const tsr_kernel *k,
-                               const tsr_context *ctx) {
-    nearest_memo *set = memo[h % MEMO_SETS];
+static lookup_memo *memo_find(const tsr_table *t, uint64_t h, uint64_t h2, const tsr_kernel *k,
+                              const tsr_context *ctx) {
+    lookup_memo *set = memo[h % MEMO_SETS];
     for (int w = 0; w < MEMO_WAYS; w++)
         if (set[w].serial == t->serial && set[w].hash == h && set[w].hash2 == h2 && set[w].kernel == k &&
             set[w].ctx == ctx)
@@ -124,11 +155,17 @@ static nearest_memo *memo_find(const tsr_table *t, uint64_t h, uint64_t h2, cons
     return NULL;
 }
 
-static void memo_store(const tsr_table *t, uint64_t h, uint64_t h2, const tsr_kernel *k, const tsr_context *ctx,
-                       int rec) {
-    unsigned char *next = &memo_next[h % MEMO_SETS];
-    memo[h % MEMO_SETS][*next] = (nearest_memo){t->serial, h, h2, k, ctx, rec};
-    *next = (unsigned char)((*next + 1) % MEMO_WAYS);
+/* Into m, the key's entry (a remembered schedule this problem rejected),
+ * or when NULL the set's next victim. */
+static void memo_store(lookup_memo *m, const tsr_table *t, uint64_t h, uint64_t h2, const tsr_kernel *k,
+                       const tsr_context *ctx, tsr_table_hit hit, const tsr_schedule *s) {
+    if (!m) {
+        unsigned char *next = &memo_next[h % MEMO_SETS];
+        m = &memo[h % MEMO_SETS][*next];
+        *next = (unsigned char)((*next + 1) % MEMO_WAYS);
+    }
+    *m = (lookup_memo){t->serial, h, h2, k, ctx, hit, {{0}}};
+    if (hit != TSR_TABLE_MISS) m->s = *s;
 }
 
 /* The nearest usable record of group g to key, by a scan; -1 when none. */
@@ -167,35 +204,37 @@ tsr_table_hit tsr_table_lookup(const tsr_table *t, const tsr_problem *p, const t
     if (!t || !p || !k || !s || t->n == 0) return TSR_TABLE_MISS;
     tsr_pkey key;
     if (tsr_problem_key(p, &key) != TSR_OK) return TSR_TABLE_MISS;
+    uint64_t h, h2;
+    pkey_hashes(&key, &h, &h2);
+    lookup_memo *m = memo_find(t, h, h2, k, ctx);
+    if (m && m->hit == TSR_TABLE_MISS) return TSR_TABLE_MISS;
+    if (m && (!ctx || !k->schedule_valid || k->schedule_valid(p, ctx, &m->s))) {
+        *s = m->s;
+        return m->hit;
+    }
+
     char buf[TSR_TABLE_MAX_LINE];
     size_t cl = class_string(&key, k->name, buf, sizeof buf - 256);
     if (!cl) return TSR_TABLE_MISS;
     uint64_t cls_hash = tsr_table_hash(buf, cl);
     buf[cl] = '|';
     size_t kl = cl + 1 + tsr_pkey_shape(&key, buf + cl + 1, sizeof buf - cl - 1);
-    uint64_t h = tsr_table_hash(buf, kl);
+    uint64_t kh = tsr_table_hash(buf, kl);
 
     const tsr_trec *exact = NULL;
     size_t mask = t->num_slots - 1;
-    for (size_t i = (size_t)h & mask; t->slots[i] >= 0; i = (i + 1) & mask) {
+    for (size_t i = (size_t)kh & mask; t->slots[i] >= 0; i = (i + 1) & mask) {
         const tsr_trec *r = &t->recs[t->slots[i]];
-        if (r->key_hash == h && strcmp(r->key, buf) == 0) {
+        if (r->key_hash == kh && strcmp(r->key, buf) == 0) {
             exact = r;
             break;
         }
     }
     tsr_schedule cand;
     if (exact && usable(exact, p, ctx, k, &cand)) {
+        memo_store(m, t, h, h2, k, ctx, TSR_TABLE_EXACT, &cand);
         *s = cand;
         return TSR_TABLE_EXACT;
-    }
-
-    const uint64_t h2 = hash2_of(buf, kl);
-    nearest_memo *m = memo_find(t, h, h2, k, ctx);
-    if (m && (m->rec < 0 || usable(&t->recs[m->rec], p, ctx, k, &cand))) {
-        if (m->rec < 0) return TSR_TABLE_MISS;
-        *s = cand;
-        return TSR_TABLE_NEAREST;
     }
 
     buf[cl] = '\0';
@@ -207,8 +246,9 @@ tsr_table_hit tsr_table_lookup(const tsr_table *t, const tsr_problem *p, const t
             break;
         }
     int rec = g ? nearest_scan(t, g, exact, &key, p, ctx, k, &cand) : -1;
-    memo_store(t, h, h2, k, ctx, rec);
-    if (rec < 0) return TSR_TABLE_MISS; /* s untouched */
+    const tsr_table_hit hit = rec < 0 ? TSR_TABLE_MISS : TSR_TABLE_NEAREST;
+    if (!exact) memo_store(m, t, h, h2, k, ctx, hit, &cand);
+    if (hit == TSR_TABLE_MISS) return TSR_TABLE_MISS; /* s untouched */
     *s = cand;
     return TSR_TABLE_NEAREST;
 }

@@ -37,6 +37,16 @@ static const tsr_kernel fake = {
     .supports = tsr_supports_any_cpu, .num_knobs = 2, .knobs = fake_knobs,
     .schedule_valid = fake_valid, .run = fake_run,
 };
+/* fake, refusing tile 16 where alpha is not 1: alpha is no part of the key. */
+static bool alpha_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
+    (void)ctx;
+    return !(s->v[0] == 16 && p->u.gemm.d.alpha != 1.0f);
+}
+static const tsr_kernel fake_alpha = {
+    .name = "gemm.test_fake", .op = TSR_OP_GEMM, .backend = TSR_BACKEND_CPU, .arch = "test",
+    .supports = tsr_supports_any_cpu, .num_knobs = 2, .knobs = fake_knobs,
+    .schedule_valid = alpha_valid, .run = fake_run,
+};
 /* The same kernel after a change of its knob space. */
 static const tsr_knob renamed_knobs[] = {{"tile_m", 3, tile_values}, {"unroll", 2, unroll_values}};
 static const tsr_kernel fake_renamed = {
@@ -681,6 +691,59 @@ START_TEST(nearest_memo) {
 }
 END_TEST
 
+/* The lookup of p by k in ctx gives want, and then tile (unroll 1). */
+static void assert_lookup_in(const tsr_table *t, const tsr_problem *p, const tsr_context *ctx, const tsr_kernel *k,
+                             tsr_table_hit want, int tile) {
+    tsr_schedule s = sched(-1, -1);
+    const tsr_table_hit hit = tsr_table_lookup(t, p, ctx, k, &s);
+    ck_assert_msg(hit == want, "lookup %lldx%lldx%lld alpha %g: hit %d, want %d", (long long)p->u.gemm.d.m,
+                  (long long)p->u.gemm.d.n, (long long)p->u.gemm.d.k, (double)p->u.gemm.d.alpha, hit, want);
+    ck_assert_int_eq(s.v[0], tile);
+}
+
+/* Exact answers are remembered per thread too: the same answers on
+ * repeats, past the memo's capacity. A remembered schedule that a problem
+ * of the same key rejects is not given to it, and the problems that take
+ * it keep it. */
+START_TEST(exact_memo) {
+    enum { SHAPES = 300 };
+    static char text[SHAPES * 200 + 2048];
+    char why[400], l[2][512];
+    tsr_context *ctx = NULL;
+    ck_assert_int_eq(tsr_context_create(&ctx, NULL), TSR_OK);
+    size_t len = (size_t)snprintf(text, sizeof text, "%s", header(&test_fp));
+    for (int i = 0; i < SHAPES; i++) {
+        rec(l[0], sizeof l[0], 64 + i, 64, 64, i % 2 ? 8 : 32, 1, 1, 1);
+        len += (size_t)snprintf(text + len, sizeof text - len, "%s\n", l[0]);
+    }
+    ck_assert_uint_lt(len, sizeof text);
+    tsr_table *t = NULL;
+    ck_assert_msg(parse(text, &t, why, sizeof why) == TSR_OK, "%s", why);
+    for (int rep = 0; rep < 3; rep++)
+        for (int i = 0; i < SHAPES; i++) {
+            tsr_problem p = gemm_problem(64 + i, 64, 64, false, false, TSR_F32, TSR_F32);
+            assert_lookup_in(t, &p, ctx, &fake, TSR_TABLE_EXACT, i % 2 ? 8 : 32);
+        }
+    tsr_table_free(t);
+    /* 64^3 tuned at tile 16, which alpha 2 refuses; 64x64x80 at 32 */
+    rec(l[0], sizeof l[0], 64, 64, 64, 16, 1, 1, 1);
+    rec(l[1], sizeof l[1], 64, 64, 80, 32, 1, 1, 1);
+    snprintf(text, sizeof text, "%s%s\n%s\n", header(&test_fp), l[0], l[1]);
+    ck_assert_msg(parse(text, &t, why, sizeof why) == TSR_OK, "%s", why);
+    tsr_problem one = gemm_problem(64, 64, 64, false, false, TSR_F32, TSR_F32), two = one;
+    two.u.gemm.d.alpha = 2.0f;
+    for (int rep = 0; rep < 4; rep++) {
+        const bool first = rep % 2; /* either problem asks first */
+        assert_lookup_in(t, first ? &one : &two, ctx, &fake_alpha, first ? TSR_TABLE_EXACT : TSR_TABLE_NEAREST,
+                         first ? 16 : 32);
+        assert_lookup_in(t, first ? &two : &one, ctx, &fake_alpha, first ? TSR_TABLE_NEAREST : TSR_TABLE_EXACT,
+                         first ? 32 : 16);
+    }
+    tsr_table_free(t);
+    tsr_context_destroy(ctx);
+}
+END_TEST
+
 START_TEST(stale_knobs) {
     char text[8192], why[400];
     const char *h = header(&test_fp);
@@ -1019,6 +1082,7 @@ static Suite *table_suite(void) {
     tcase_add_test(tc, read_only_directory);
     tcase_add_test(tc, nearest_shape);
     tcase_add_test(tc, nearest_memo);
+    tcase_add_test(tc, exact_memo);
     tcase_add_test(tc, stale_knobs);
     tcase_add_test(tc, context_table_locations);
     tcase_add_test(tc, context_rejects_other_device);
