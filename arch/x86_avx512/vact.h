@@ -41,7 +41,7 @@ static inline vf vf_activation(tsr_activation act, vf x) {
     case TSR_ACT_TANH: return tanh_full(x);
     case TSR_ACT_GELU_ERF:
 #if VL == 16
-        return gelu_erf_pieces_ok(x) ? gelu_erf_by_pieces(x, gelu_erf_pieces, 5) : gelu_erf_full(x);
+        return gelu_erf_pieces_ok(&x, 1) ? gelu_erf_by_pieces(x, gelu_erf_pieces, 5) : gelu_erf_full(x);
 #else
         return gelu_erf_small_ok(x) ? gelu_erf_small(x) : gelu_erf_full(x);
 #endif

@@ -75,8 +75,7 @@ static inline vf lanes_unary(tsr_unary_op op, vf x) {
  * polynomials within 3 (the narrow one 1e-5). */
 static inline __attribute__((always_inline)) void apply_gelu_erf(vf *x, bool narrow) {
 #if VL == 16
-    bool in = true;
-    for (int u = 0; u < NV; u++) in = in && gelu_erf_pieces_ok(x[u]);
+    const bool in = gelu_erf_pieces_ok(x, NV);
     if (in && narrow) EACH(gelu_erf_by_pieces(x[u], gelu_erf_pieces_narrow, 4));
     else if (in) EACH(gelu_erf_by_pieces(x[u], gelu_erf_pieces, 5));
     else EACH(gelu_erf_full(x[u]));
@@ -344,7 +343,28 @@ static void tile_store(const chain_view *v, int64_t off, int cnt, const float *s
 static inline __attribute__((always_inline)) void unary_direct_op(const tsr_unary_op op, const bool narrow,
                                                                  const chain_view *v, int64_t ox, int64_t oy,
                                                                  int gate, int64_t og, int cnt) {
-    for (int i = 0; i < cnt; i += NV * VL) {
+    int i = 0;
+    if (v->pairs) {
+        /* whole bf16 chunks, the view's fields in locals: a vector store
+         * may alias anything, so the general loop reloads them after each
+         * one, and keeps x on the stack (bf16 gelu_erf 64x4096, one
+         * thread, with the pieces' reform: 10.0 -> 10.9 GB/s) */
+        const void *xs = v->base[1], *gs = v->base[gate];
+        void *ys = (void *)v->base[0];
+        const bool stream = v->stream_y;
+        for (; i + NV * VL <= cnt; i += NV * VL) {
+            vf x[NV];
+            for (int u = 0; u < NV; u += 2) vf_load_bf16_evens_odds(xs, ox + i + u * VL, &x[u], &x[u + 1]);
+            apply_unary(op, x, narrow);
+            if (gate) {
+                vf w[NV];
+                for (int u = 0; u < NV; u += 2) vf_load_bf16_evens_odds(gs, og + i + u * VL, &w[u], &w[u + 1]);
+                for (int u = 0; u < NV; u++) x[u] = vf_mul(x[u], w[u]);
+            }
+            for (int u = 0; u < NV; u += 2) vf_put_bf16_evens_odds(ys, oy + i + u * VL, x[u], x[u + 1], stream, true);
+        }
+    }
+    for (; i < cnt; i += NV * VL) {
         const int c = cnt - i < NV * VL ? cnt - i : NV * VL;
         const bool pairs = v->pairs && c == NV * VL;
         vf x[NV];
