@@ -93,6 +93,7 @@ TSR_API const char *tsr_backend_name(tsr_backend backend); /* "cpu", "cuda", ...
 #define TSR_CPU_AVX512VL (1u << 5)
 #define TSR_CPU_AVX512BF16 (1u << 6)
 #define TSR_CPU_AVX512VNNI (1u << 7)
+#define TSR_CPU_AVX512DQ (1u << 8)
 
 typedef struct tsr_context tsr_context;
 

@@ -42,7 +42,7 @@ static const tsr_backend_ops cpu_ops = {
 
 #define AVX2_SET (TSR_CPU_AVX2 | TSR_CPU_FMA | TSR_CPU_F16C)
 #define AVX512_SET (TSR_CPU_AVX512F | TSR_CPU_AVX512BW | TSR_CPU_AVX512VL)
-#define AVX512_ALL (AVX512_SET | TSR_CPU_AVX512BF16 | TSR_CPU_AVX512VNNI)
+#define AVX512_ALL (AVX512_SET | TSR_CPU_AVX512DQ | TSR_CPU_AVX512BF16 | TSR_CPU_AVX512VNNI)
 
 static const char *arch_for(uint32_t f) {
     if ((f & AVX512_SET) == AVX512_SET && (f & AVX2_SET) == AVX2_SET) return "x86_avx512";

@@ -32,6 +32,7 @@ uint32_t tsr_x86_cpu_features(void) {
     if (ymm_ok && ((b >> 5) & 1)) f |= TSR_CPU_AVX2;
     if (zmm_ok) {
         if ((b >> 16) & 1) f |= TSR_CPU_AVX512F;
+        if ((b >> 17) & 1) f |= TSR_CPU_AVX512DQ;
         if ((b >> 30) & 1) f |= TSR_CPU_AVX512BW;
         if ((b >> 31) & 1) f |= TSR_CPU_AVX512VL;
         if ((c >> 11) & 1) f |= TSR_CPU_AVX512VNNI;

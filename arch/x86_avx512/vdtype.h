@@ -96,12 +96,12 @@ static inline __m512i bf16_rounded_512(__m512i u) {
 #ifdef TSR_BF16_STORES_NATIVE
 /* AVX512_BF16's conversions round to nearest even and keep NaN quiet as
  * tsr_f32_to_bf16 does (every f32 pattern checked), but flush denormal
- * inputs to zero, where it rounds them: the lanes of v that are denormal
- * (exponent 0, not +-0). */
+ * inputs to zero, where it rounds them: the lanes of v that are denormal,
+ * by vfpclassps (AVX512DQ, on every CPU with AVX512_BF16) in one operation
+ * where two integer tests took two (bf16 gelu_erf in L1, Zen 4, after its
+ * degree 3: 11.3-11.9 -> 10.0-10.7 TSC ticks per 16 values). */
 static inline __mmask16 vf_denormals(vf v) {
-    const __m512i u = _mm512_castps_si512(v);
-    return _mm512_mask_test_epi32_mask(_mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7f800000)), u,
-                                       _mm512_set1_epi32(0x7fffffff));
+    return _mm512_fpclass_ps_mask(v, 0x20); /* 0x20: the denormal class */
 }
 #endif
 

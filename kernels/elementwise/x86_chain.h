@@ -69,27 +69,39 @@ static inline vf lanes_unary(tsr_unary_op op, vf x) {
 #endif
 #define EACH(expr) for (int u = 0; u < NV; u++) x[u] = (expr)
 
+/* What a step's result is rounded to next, where gelu_erf then takes a
+ * shorter form: nothing (f32 y), f16, or bf16 (8 bits, the shortest). */
+enum narrow { WIDE, NARROW_F16, NARROW_BF16 };
+
+/* The narrowness of y's type. */
+static inline enum narrow narrow_of(tsr_dtype y) {
+    return y == TSR_BF16 ? NARROW_BF16 : y == TSR_F16 ? NARROW_F16 : WIDE;
+}
+
 /* gelu_erf: the short forms for vectors whose every lane is in their
  * range, the narrow ones where the result is rounded to bf16 or f16 next:
- * with AVX-512 the pieces (within 4; degree 4 when narrow), with AVX2 the
- * polynomials within 3 (the narrow one 1e-5). */
-static inline __attribute__((always_inline)) void apply_gelu_erf(vf *x, bool narrow) {
+ * with AVX-512 the pieces (within 4; degree 4 into f16, 3 into bf16: one
+ * FMA and one vpermt2ps fewer, bf16 gelu_erf in L1 on Zen 4 12.5-13.0 ->
+ * 11.3-11.9 TSC ticks per 16 values), with AVX2 the polynomials within 3
+ * (the narrow one 1e-5). */
+static inline __attribute__((always_inline)) void apply_gelu_erf(vf *x, enum narrow narrow) {
 #if VL == 16
     const bool in = gelu_erf_pieces_ok(x, NV);
-    if (in && narrow) EACH(gelu_erf_by_pieces(x[u], gelu_erf_pieces_narrow, 4));
+    if (in && narrow == NARROW_BF16) EACH(gelu_erf_by_pieces(x[u], gelu_erf_pieces_bf16, 3));
+    else if (in && narrow == NARROW_F16) EACH(gelu_erf_by_pieces(x[u], gelu_erf_pieces_narrow, 4));
     else if (in) EACH(gelu_erf_by_pieces(x[u], gelu_erf_pieces, 5));
     else EACH(gelu_erf_full(x[u]));
 #else
     bool small = true;
     for (int u = 0; u < NV; u++) small = small && gelu_erf_small_ok(x[u]);
-    if (small && narrow) EACH(gelu_erf_narrow(x[u]));
+    if (small && narrow != WIDE) EACH(gelu_erf_narrow(x[u]));
     else if (small) EACH(gelu_erf_small(x[u]));
     else EACH(gelu_erf_full(x[u]));
 #endif
 }
 
-/* op on NV vectors; narrow: the result is rounded to bf16 or f16 next. */
-static inline __attribute__((always_inline)) void apply_unary(tsr_unary_op op, vf *x, const bool narrow) {
+/* op on NV vectors; narrow: what the result is rounded to next. */
+static inline __attribute__((always_inline)) void apply_unary(tsr_unary_op op, vf *x, const enum narrow narrow) {
     const vf one = vf_set1(1.0f);
     switch (op) {
     case TSR_UNARY_IDENTITY: break;
@@ -220,7 +232,7 @@ static inline __attribute__((always_inline)) void load_nv(const chain_view *v, i
 /* dst = op(src) over a tile (n a multiple of NV * VL), op a constant after
  * inlining: one step's loop with its constants in registers. */
 static inline __attribute__((always_inline)) void tile_unary_op(const tsr_unary_op op, const float *src, float *dst,
-                                                               int n, const bool narrow) {
+                                                               int n, const enum narrow narrow) {
     for (int i = 0; i < n; i += NV * VL) {
         vf x[NV];
         for (int u = 0; u < NV; u++) x[u] = vf_load(src + i + u * VL);
@@ -230,10 +242,10 @@ static inline __attribute__((always_inline)) void tile_unary_op(const tsr_unary_
 }
 
 /* F(op, narrow, args...) with op and narrow constants: one loop per op
- * (log, lane by lane, the default). narrow: the result goes to a bf16 or
- * f16 y next (gelu_erf then takes its narrow form). */
+ * (log, lane by lane, the default). narrow: what the result is rounded to
+ * next (gelu_erf's form follows it; the other ops ignore it). */
 #define UNARY_CASE(F, o, ...) \
-    case o: F(o, false, __VA_ARGS__); break
+    case o: F(o, WIDE, __VA_ARGS__); break
 #define UNARY_DISPATCH(F, op, narrow, ...)                                                                       \
     switch (op) {                                                                                               \
         UNARY_CASE(F, TSR_UNARY_IDENTITY, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_NEG, __VA_ARGS__);            \
@@ -244,14 +256,15 @@ static inline __attribute__((always_inline)) void tile_unary_op(const tsr_unary_
         UNARY_CASE(F, TSR_UNARY_SIGMOID, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_RELU, __VA_ARGS__);            \
         UNARY_CASE(F, TSR_UNARY_GELU_TANH, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_SILU, __VA_ARGS__);          \
     case TSR_UNARY_GELU_ERF:                                                                                    \
-        if (narrow) F(TSR_UNARY_GELU_ERF, true, __VA_ARGS__);                                                   \
-        else F(TSR_UNARY_GELU_ERF, false, __VA_ARGS__);                                                         \
+        if (narrow == NARROW_BF16) F(TSR_UNARY_GELU_ERF, NARROW_BF16, __VA_ARGS__);                             \
+        else if (narrow == NARROW_F16) F(TSR_UNARY_GELU_ERF, NARROW_F16, __VA_ARGS__);                          \
+        else F(TSR_UNARY_GELU_ERF, WIDE, __VA_ARGS__);                                                          \
         break;                                                                                                  \
-    default: F(op, false, __VA_ARGS__);                                                                         \
+    default: F(op, WIDE, __VA_ARGS__);                                                                          \
     }
 
 #define TILE_UNARY_OP(op, narrow, src, dst, n) tile_unary_op(op, src, dst, n, narrow)
-static void tile_unary(tsr_unary_op op, const float *src, float *dst, int n, bool narrow) {
+static void tile_unary(tsr_unary_op op, const float *src, float *dst, int n, enum narrow narrow) {
     UNARY_DISPATCH(TILE_UNARY_OP, op, narrow, src, dst, n)
 }
 
@@ -340,7 +353,7 @@ static void tile_store(const chain_view *v, int64_t off, int cnt, const float *s
  * two threads, gelu_erf past the caches: bf16 +7%, f32 with y streamed
  * +12%; bf16 SwiGLU in cache +23%, +46% with vdtype.h's AVX512_BF16
  * stores). */
-static inline __attribute__((always_inline)) void unary_direct_op(const tsr_unary_op op, const bool narrow,
+static inline __attribute__((always_inline)) void unary_direct_op(const tsr_unary_op op, const enum narrow narrow,
                                                                  const chain_view *v, int64_t ox, int64_t oy,
                                                                  int gate, int64_t og, int cnt) {
     int i = 0;
@@ -381,7 +394,7 @@ static inline __attribute__((always_inline)) void unary_direct_op(const tsr_unar
 
 /* A standalone activation: gate 0 is a constant in each loop (a loop that
  * tested it ran f32 gelu_erf past the caches 8% slower). */
-static void unary_direct(tsr_unary_op op, bool narrow, const chain_view *v, int64_t ox, int64_t oy, int cnt) {
+static void unary_direct(tsr_unary_op op, enum narrow narrow, const chain_view *v, int64_t ox, int64_t oy, int cnt) {
     UNARY_DISPATCH(unary_direct_op, op, narrow, v, ox, oy, 0, 0, cnt)
 }
 
@@ -392,10 +405,15 @@ static bool gated_direct_op(tsr_unary_op op) {
            op == TSR_UNARY_SIGMOID || op == TSR_UNARY_RELU;
 }
 
-static void gated_direct(tsr_unary_op op, const chain_view *v, int64_t ox, int64_t oy, int gate, int64_t og, int cnt) {
+static void gated_direct(tsr_unary_op op, enum narrow narrow, const chain_view *v, int64_t ox, int64_t oy, int gate,
+                         int64_t og, int cnt) {
     switch (op) {
         UNARY_CASE(unary_direct_op, TSR_UNARY_SILU, v, ox, oy, gate, og, cnt);
-        UNARY_CASE(unary_direct_op, TSR_UNARY_GELU_ERF, v, ox, oy, gate, og, cnt);
+    case TSR_UNARY_GELU_ERF: /* its product with the gate rounded to y: within 1 ulp of a 16-bit y */
+        if (narrow == NARROW_BF16) unary_direct_op(op, NARROW_BF16, v, ox, oy, gate, og, cnt);
+        else if (narrow == NARROW_F16) unary_direct_op(op, NARROW_F16, v, ox, oy, gate, og, cnt);
+        else unary_direct_op(op, WIDE, v, ox, oy, gate, og, cnt);
+        break;
         UNARY_CASE(unary_direct_op, TSR_UNARY_GELU_TANH, v, ox, oy, gate, og, cnt);
         UNARY_CASE(unary_direct_op, TSR_UNARY_SIGMOID, v, ox, oy, gate, og, cnt);
         UNARY_CASE(unary_direct_op, TSR_UNARY_RELU, v, ox, oy, gate, og, cnt);
@@ -447,10 +465,10 @@ static bool unary_direct_of(const tsr_chain_desc *ch, const chain_view *v) {
 static void run_tile_direct(const tsr_chain_desc *ch, const chain_view *v, const int64_t *off, int64_t j, int cnt) {
     prefetch_inputs(v, off, j, cnt);
     if (v->gate)
-        gated_direct(ch->steps[0].unary, v, off[1] + j, off[0] + j, v->gate, off[v->gate] + j, cnt);
+        gated_direct(ch->steps[0].unary, narrow_of(v->dtype[0]), v, off[1] + j, off[0] + j, v->gate, off[v->gate] + j,
+                     cnt);
     else
-        unary_direct(ch->steps[0].unary, v->dtype[0] == TSR_BF16 || v->dtype[0] == TSR_F16, v, off[1] + j,
-                     off[0] + j, cnt);
+        unary_direct(ch->steps[0].unary, narrow_of(v->dtype[0]), v, off[1] + j, off[0] + j, cnt);
 }
 
 /* The whole chain on cnt (1..TILE) elements from column j on, step after
@@ -476,12 +494,12 @@ static void run_tile(const tsr_chain_desc *ch, const chain_view *v, const int64_
     }
     float *const yt = (float *)v->base[0] + off[0] + j; /* y itself, where f32 and written in place */
     const bool y_direct = v->dtype[0] == TSR_F32 && !v->stream_y && cnt == n;
-    const bool narrow_y = v->dtype[0] == TSR_BF16 || v->dtype[0] == TSR_F16;
+    const enum narrow narrow_y = narrow_of(v->dtype[0]);
     for (int s = 0; s < ch->num_steps; s++) {
         const tsr_chain_step *st = &ch->steps[s];
         float *dst = s == ch->num_steps - 1 && y_direct ? yt : buf;
         if (st->kind == TSR_STEP_UNARY) {
-            tile_unary(st->unary, src, dst, n, narrow_y && s == ch->num_steps - 1);
+            tile_unary(st->unary, src, dst, n, s == ch->num_steps - 1 ? narrow_y : WIDE);
         } else if (st->kind == TSR_STEP_TENSOR || st->kind == TSR_STEP_TENSOR_LEFT) {
             const int k = 2 + st->operand;
             const bool left = st->kind == TSR_STEP_TENSOR_LEFT;

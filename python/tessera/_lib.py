@@ -27,7 +27,7 @@ BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
 
 CPU_FEATURES = [(1 << 0, "avx2"), (1 << 1, "fma"), (1 << 2, "f16c"), (1 << 3, "avx512f"),
                 (1 << 4, "avx512bw"), (1 << 5, "avx512vl"), (1 << 6, "avx512bf16"),
-                (1 << 7, "avx512vnni")]
+                (1 << 7, "avx512vnni"), (1 << 8, "avx512dq")]
 
 CONTEXT_NO_TUNING_TABLE, CONTEXT_REFERENCE_ONLY = 1 << 0, 1 << 1
 
