@@ -246,6 +246,13 @@ static inline __attribute__((always_inline)) void tile_unary_op(const tsr_unary_
  * next (gelu_erf's form follows it; the other ops ignore it). */
 #define UNARY_CASE(F, o, ...) \
     case o: F(o, WIDE, __VA_ARGS__); break
+/* gelu_erf's case: one loop per narrowness, each with its form */
+#define GELU_ERF_CASE(F, narrow, ...)                                                                        \
+    case TSR_UNARY_GELU_ERF:                                                                                \
+        if (narrow == NARROW_BF16) F(TSR_UNARY_GELU_ERF, NARROW_BF16, __VA_ARGS__);                         \
+        else if (narrow == NARROW_F16) F(TSR_UNARY_GELU_ERF, NARROW_F16, __VA_ARGS__);                      \
+        else F(TSR_UNARY_GELU_ERF, WIDE, __VA_ARGS__);                                                      \
+        break
 #define UNARY_DISPATCH(F, op, narrow, ...)                                                                       \
     switch (op) {                                                                                               \
         UNARY_CASE(F, TSR_UNARY_IDENTITY, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_NEG, __VA_ARGS__);            \
@@ -255,11 +262,7 @@ static inline __attribute__((always_inline)) void tile_unary_op(const tsr_unary_
         UNARY_CASE(F, TSR_UNARY_ERF, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_TANH, __VA_ARGS__);                \
         UNARY_CASE(F, TSR_UNARY_SIGMOID, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_RELU, __VA_ARGS__);            \
         UNARY_CASE(F, TSR_UNARY_GELU_TANH, __VA_ARGS__); UNARY_CASE(F, TSR_UNARY_SILU, __VA_ARGS__);          \
-    case TSR_UNARY_GELU_ERF:                                                                                    \
-        if (narrow == NARROW_BF16) F(TSR_UNARY_GELU_ERF, NARROW_BF16, __VA_ARGS__);                             \
-        else if (narrow == NARROW_F16) F(TSR_UNARY_GELU_ERF, NARROW_F16, __VA_ARGS__);                          \
-        else F(TSR_UNARY_GELU_ERF, WIDE, __VA_ARGS__);                                                          \
-        break;                                                                                                  \
+        GELU_ERF_CASE(F, narrow, __VA_ARGS__);                                                                  \
     default: F(op, WIDE, __VA_ARGS__);                                                                          \
     }
 
@@ -409,11 +412,8 @@ static void gated_direct(tsr_unary_op op, enum narrow narrow, const chain_view *
                          int64_t og, int cnt) {
     switch (op) {
         UNARY_CASE(unary_direct_op, TSR_UNARY_SILU, v, ox, oy, gate, og, cnt);
-    case TSR_UNARY_GELU_ERF: /* its product with the gate rounded to y: within 1 ulp of a 16-bit y */
-        if (narrow == NARROW_BF16) unary_direct_op(op, NARROW_BF16, v, ox, oy, gate, og, cnt);
-        else if (narrow == NARROW_F16) unary_direct_op(op, NARROW_F16, v, ox, oy, gate, og, cnt);
-        else unary_direct_op(op, WIDE, v, ox, oy, gate, og, cnt);
-        break;
+        /* its product with the gate rounded to y: within 1 ulp of a 16-bit y */
+        GELU_ERF_CASE(unary_direct_op, narrow, v, ox, oy, gate, og, cnt);
         UNARY_CASE(unary_direct_op, TSR_UNARY_GELU_TANH, v, ox, oy, gate, og, cnt);
         UNARY_CASE(unary_direct_op, TSR_UNARY_SIGMOID, v, ox, oy, gate, og, cnt);
         UNARY_CASE(unary_direct_op, TSR_UNARY_RELU, v, ox, oy, gate, og, cnt);
