@@ -27,6 +27,18 @@ typedef __m512 vf;
 #define vf_copysign(m, s) _mm512_castsi512_ps(_mm512_ternarylogic_epi32(_mm512_castps_si512(m), \
     _mm512_castps_si512(s), _mm512_set1_epi32((int)0x80000000u), 0xD8))
 
+/* c in every 32-bit lane, made once where a loop's body uses it: GCC
+ * rematerialises an integer splat that is short of a register by mov +
+ * vpbroadcastd inside the loop, a vector operation each time; an opaque
+ * value is kept or reloaded from the stack, a load (bf16 gelu_erf in L1
+ * on Zen 4: 4 of the 68 vector operations per 64 values). Identical calls
+ * are one value to the compiler. */
+static inline __attribute__((always_inline)) __m512i vi_kept(int c) {
+    __m512i k = _mm512_set1_epi32(c);
+    __asm__("" : "+v"(k));
+    return k;
+}
+
 static inline vf vf_load_n(const float *p, int n) {
     return n >= VL ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1), p);
 }

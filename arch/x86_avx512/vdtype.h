@@ -50,7 +50,7 @@ static inline __attribute__((always_inline)) void vf_load_bf16_evens_odds(const 
 #if VL == 16
     const __m512i raw = _mm512_loadu_si512((const void *)h);
     *even = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
-    *odd = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32((int)0xffff0000u)));
+    *odd = _mm512_castsi512_ps(_mm512_and_si512(raw, vi_kept((int)0xffff0000u)));
 #else
     const __m256i raw = _mm256_loadu_si256((const __m256i *)h);
     *even = _mm256_castsi256_ps(_mm256_slli_epi32(raw, 16));

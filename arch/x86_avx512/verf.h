@@ -330,10 +330,10 @@ static const float gelu_erf_pieces_bf16[4][32] __attribute__((aligned(64))) = {
  * the largest |x| as bits below 4's (NaN's and inf's are above), by
  * integer operations, which leave the FMA pipes to the pieces. */
 static inline __attribute__((always_inline)) bool gelu_erf_pieces_ok(const vf *x, int n) {
-    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+    const __m512i magnitude = vi_kept(0x7fffffff);
     __m512i most = _mm512_and_si512(_mm512_castps_si512(x[0]), magnitude);
     for (int u = 1; u < n; u++) most = _mm512_max_epu32(most, _mm512_and_si512(_mm512_castps_si512(x[u]), magnitude));
-    return !_mm512_cmpge_epu32_mask(most, _mm512_set1_epi32(0x40800000));
+    return !_mm512_cmpge_epu32_mask(most, vi_kept(0x40800000));
 }
 
 /* gelu_erf_full for |x| < 4: x Phi(x) with Phi(x) = Phi(-|x|) for x < 0
@@ -351,7 +351,9 @@ static inline __attribute__((always_inline)) bool gelu_erf_pieces_ok(const vf *x
  * operations a vector (gelu_erf_small: 36), degree 4 14 (gelu_erf_narrow,
  * 1e-5 relative: 24), degree 3 12. */
 static inline __attribute__((always_inline)) vf gelu_erf_by_pieces(vf x, const float (*t)[32], const int degree) {
-    const vf a = _mm512_abs_ps(x), magic = vf_set1(0x1.8p20f);
+    /* |x| as gelu_erf_pieces_ok's: the same operations, done once */
+    const vf a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), vi_kept(0x7fffffff)));
+    const vf magic = vf_set1(0x1.8p20f);
     /* floor, whatever MXCSR's rounding mode */
     const vf m = _mm512_add_round_ps(a, magic, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     const __m512i i = _mm512_castps_si512(m);
