@@ -326,13 +326,18 @@ static const float gelu_erf_pieces_bf16[4][32] __attribute__((aligned(64))) = {
     },
 };
 
+/* |x| as bits, for the range check and the pieces alike: the same
+ * operation with the same kept constant, so the compiler does it once. */
+static inline __attribute__((always_inline)) __m512i gelu_abs_bits(vf x) {
+    return _mm512_and_si512(_mm512_castps_si512(x), vi_kept(0x7fffffff));
+}
+
 /* Whether every lane of the n vectors x is in gelu_erf_by_pieces' range:
  * the largest |x| as bits below 4's (NaN's and inf's are above), by
  * integer operations, which leave the FMA pipes to the pieces. */
 static inline __attribute__((always_inline)) bool gelu_erf_pieces_ok(const vf *x, int n) {
-    const __m512i magnitude = vi_kept(0x7fffffff);
-    __m512i most = _mm512_and_si512(_mm512_castps_si512(x[0]), magnitude);
-    for (int u = 1; u < n; u++) most = _mm512_max_epu32(most, _mm512_and_si512(_mm512_castps_si512(x[u]), magnitude));
+    __m512i most = gelu_abs_bits(x[0]);
+    for (int u = 1; u < n; u++) most = _mm512_max_epu32(most, gelu_abs_bits(x[u]));
     return !_mm512_cmpge_epu32_mask(most, vi_kept(0x40800000));
 }
 
@@ -351,9 +356,7 @@ static inline __attribute__((always_inline)) bool gelu_erf_pieces_ok(const vf *x
  * operations a vector (gelu_erf_small: 36), degree 4 14 (gelu_erf_narrow,
  * 1e-5 relative: 24), degree 3 12. */
 static inline __attribute__((always_inline)) vf gelu_erf_by_pieces(vf x, const float (*t)[32], const int degree) {
-    /* |x| as gelu_erf_pieces_ok's: the same operations, done once */
-    const vf a = _mm512_castsi512_ps(_mm512_and_si512(_mm512_castps_si512(x), vi_kept(0x7fffffff)));
-    const vf magic = vf_set1(0x1.8p20f);
+    const vf a = _mm512_castsi512_ps(gelu_abs_bits(x)), magic = vf_set1(0x1.8p20f);
     /* floor, whatever MXCSR's rounding mode */
     const vf m = _mm512_add_round_ps(a, magic, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
     const __m512i i = _mm512_castps_si512(m);
