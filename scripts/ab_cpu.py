@@ -13,6 +13,8 @@ Conv summaries (--op conv): per call and packed once, and both ratios to
 oneDNN with its weights prepacked.
 Row-op summaries (--op rowwise): GB/s, % of memcpy in the same process, and
 the ratio to oneDNN's primitive.
+Attention summaries (--op attention): the fused kernel's rate, the unfused
+path's and their ratio, measured in the same process.
 """
 import collections
 import re
@@ -46,12 +48,22 @@ def rowwise_row(f):
     return f[0], (float(f[1]), float(f[3].rstrip('%')), float(f[5].rstrip('x')) if f[5] != '-' else nan)
 
 
+def attention_row(f):
+    """case -> (tessera, unfused, ratio), from an attention summary line."""
+    if len(f) != 4 or not re.match(r'^(f32|bf16)/', f[0]) or not f[3].endswith('x'):
+        return None
+    try:
+        return f[0], (float(f[1]), float(f[2]), float(f[3].rstrip('x')))
+    except ValueError:
+        return None
+
+
 def main():
     if len(sys.argv) < 4:
         sys.exit(__doc__)
     base, new, rounds, args = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4:]
-    conv, rows = 'conv' in args, 'rowwise' in args
-    parse = conv_row if conv else rowwise_row if rows else gemm_row
+    conv, rows, attn = 'conv' in args, 'rowwise' in args, 'attention' in args
+    parse = conv_row if conv else rowwise_row if rows else attention_row if attn else gemm_row
     res = collections.defaultdict(lambda: {'base': [], 'new': []})
     for r in range(rounds):
         for name in (('base', 'new') if r % 2 == 0 else ('new', 'base')):
@@ -62,7 +74,7 @@ def main():
                 if row:
                     res[row[0]][name].append(row[1])
     cols = (['call', 'packed', 'call/any', 'pk/any'] if conv else ['GB/s', '% copy', 'vs dnn'] if rows else
-            ['rate', 'vs dnn'])
+            ['fused', 'unfused', 'ratio'] if attn else ['rate', 'vs dnn'])
     print(f"{'case':34s} " + ' '.join(f'{c + " b":>10s} {c + " n":>10s}' for c in cols))
     for case, v in res.items():
         if not v['base'] or not v['new']:

@@ -92,23 +92,37 @@ static inline vf exp_unchecked_narrow(vf d) {
     return vf_scale2(y, n);
 }
 
-/* exp(d) for d <= 0 or -inf (exactly 0), for attention's softmax weights:
- * 2^t, t = d log2(e), as 2^f (f = t - round(t) in [-1/2, 1/2], Cephes
- * exp2f's polynomial, 1.7e-7 relative) times 2^round(t). Rounding t costs
- * up to |t| 2^-24 relative, some ulps far below the max where the weights
- * no longer count; 12 operations, about 2% of an attention tile's time
- * over exp_unchecked. A NaN d gives 0 (the caller tests for NaN first). */
-static inline vf exp_nonpos_fast(vf d) {
-    const vf t = vf_max(vf_mul(d, vf_set1(1.44269504088896341f)), vf_set1(-160.0f)); /* 2^-160 rounds to 0 */
+/* 2^t for t <= 0 or -inf (exactly 0), for attention's softmax weights,
+ * t = (s - max) log2(e) with the log2(e) folded into the logits' scale:
+ * 2^f (f = t - round(t), in [-1/2, 1/2]) times 2^round(t). AVX-512 takes
+ * f by vreduceps (AVX512DQ), which gives 0 for -inf (and for every
+ * |t| >= 2^23), so 2^round(t) = 0 needs no clamp; without it t is clamped
+ * at -160 first (2^-160 rounds to 0), NaN kept by the operand order. Polynomials fitted here for relative
+ * error over [-1/2, 1/2], constant 1 (exact at the max): degree 5, 1.8e-7
+ * relative evaluated in float (Cephes exp2f's degree 6 reads 1.7e-7), for
+ * f32 weights; narrow: degree 4, 2.9e-6, for weights rounded to bf16
+ * (2^-9) before they are used. NaN gives NaN (the caller's NaN test). */
+static inline vf exp2_nonpos(vf t, const bool narrow) {
+#if VL == 16 && defined(__AVX512DQ__)
+    const vf n = vf_round(t), f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+#else
+    t = vf_max(vf_set1(-160.0f), t);
     const vf n = vf_round(t), f = vf_sub(t, n);
-    vf p = vf_set1(1.535336188319500e-4f);
-    p = vf_fma(p, f, vf_set1(1.339887440266574e-3f));
-    p = vf_fma(p, f, vf_set1(9.618437357674640e-3f));
-    p = vf_fma(p, f, vf_set1(5.550332471162809e-2f));
-    p = vf_fma(p, f, vf_set1(2.402264791363012e-1f));
-    p = vf_fma(p, f, vf_set1(6.931472028550421e-1f));
-    p = vf_fma(p, f, vf_set1(1.0f));
-    return vf_scale2(p, n);
+#endif
+    vf p;
+    if (narrow) {
+        p = vf_set1(9.582818485796452e-3f);
+        p = vf_fma(p, f, vf_set1(5.590637028217316e-2f));
+        p = vf_fma(p, f, vf_set1(2.402409911155701e-1f));
+        p = vf_fma(p, f, vf_set1(6.931241750717163e-1f));
+    } else {
+        p = vf_set1(1.3264698209241033e-3f);
+        p = vf_fma(p, f, vf_set1(9.671509265899658e-3f));
+        p = vf_fma(p, f, vf_set1(5.550733953714371e-2f));
+        p = vf_fma(p, f, vf_set1(2.402224242687225e-1f));
+        p = vf_fma(p, f, vf_set1(6.931470036506653e-1f));
+    }
+    return vf_scale2(vf_fma(p, f, vf_set1(1.0f)), n);
 }
 
 #endif

@@ -81,9 +81,15 @@ static void load_row(float *dst, const void *src, tsr_dtype t, int64_t off, int6
 
 /* ------------------------------------------------------------- the job */
 
+/* The logits' units: S holds q.k times s_scale, the scale, or 1 where the
+ * softmax takes the scale (one multiply fewer per logit): where no mask is
+ * added to scaled logits, and the scale is at most 1, so a scaled logit
+ * overflows only where its product already has. The weights are
+ * 2^((s - max) t_scale), log2(e) in t_scale; a logit is s * s_unit. */
 typedef struct flash_job {
     const tsr_attention_problem *a;
     int64_t group, rows_per_kv, bq, bk, dp, nblocks, splits, keys_per_split;
+    float s_scale, t_scale, s_unit;
     float *partial; /* splits > 1: [row][split] (m, l, nan, O[dp]) */
 } flash_job;
 
@@ -133,7 +139,8 @@ static void buf_carve(const flash_job *j, float *base, flash_buf *b) {
 
 /* C[M][NV vectors] (+)= A[M][kn] B[kn][NV vectors]: A's element broadcast,
  * B's row the vector operand (a rank-1 update per k). With acc_in the tile
- * adds to C, else C = scale * (A B). M and NV are constants after inlining,
+ * adds to C, else C = scale * (A B) (A B where scale is 1: the softmax
+ * takes the scale). M and NV are constants after inlining,
  * so the tile lives in registers for the whole k loop. */
 static inline __attribute__((always_inline)) void tile(int64_t kn, const float *a, int64_t lda, const float *b,
                                                        int64_t ldb, float *c, int64_t ldc, const int M,
@@ -158,7 +165,8 @@ static inline __attribute__((always_inline)) void tile(int64_t kn, const float *
 #pragma GCC unroll 8
     for (int r = 0; r < M; r++)
 #pragma GCC unroll 4
-        for (int v = 0; v < NV; v++) vf_store(c + r * ldc + v * VL, acc_in ? acc[r][v] : vf_mul(sc, acc[r][v]));
+        for (int v = 0; v < NV; v++)
+            vf_store(c + r * ldc + v * VL, acc_in || scale == 1.0f ? acc[r][v] : vf_mul(sc, acc[r][v]));
 }
 
 /* One row panel of M rows across cols (a multiple of VL) columns. */
@@ -187,7 +195,7 @@ static void gemm_tiles(int64_t kn, const float *a, int64_t lda, const float *b, 
     if (rows - r0 >= 2) panel(kn, a + r0 * lda, lda, b, ldb, c + r0 * ldc, ldc, cols, 2, acc_in, scale);
 }
 
-/* S = scale * Q K^T for the block (rows of q, packed Kt). */
+/* S = s_scale * Q K^T for the block (rows of q, packed Kt). */
 static void s_tiles(const flash_job *j, const flash_buf *b, int64_t nr2, int64_t bkp) {
 #ifdef ATTN_BF16_DOT
     const int64_t kn = (j->a->d.head_dim + 1) / 2, lda = j->dp / 2;
@@ -196,7 +204,7 @@ static void s_tiles(const flash_job *j, const flash_buf *b, int64_t nr2, int64_t
     const int64_t kn = j->a->d.head_dim, lda = j->dp;
     const float *q = b->q;
 #endif
-    gemm_tiles(kn, q, lda, b->k, bkp, b->s, bkp, nr2, bkp, 0, j->a->d.scale);
+    gemm_tiles(kn, q, lda, b->k, bkp, b->s, bkp, nr2, bkp, 0, j->s_scale);
 }
 
 /* O += P V for the block's nk keys; V rows ldv apart from v (the packed
@@ -371,7 +379,7 @@ static inline __attribute__((always_inline)) void prefetch_pair(const next_rows 
     }
 }
 
-/* S[r][c] = scale q_r . k_c for rows [0, nr4) and keys [0, nk): 4 x 2 dot
+/* S[r][c] = s_scale q_r . k_c for rows [0, nr4) and keys [0, nk): 4 x 2 dot
  * products share their loads, and four lane reductions cost one shuffle
  * tree. Key pairs outside, so a pair stays in L1 while the rows pass. Keys
  * are rows of len elements of dtype t, ks apart, from kp: the packed f32
@@ -383,7 +391,7 @@ static inline __attribute__((always_inline)) void scores(const flash_job *j, con
                                                           int64_t nk, int64_t bkp, const char *kp, int64_t ks,
                                                           tsr_dtype t, int64_t len, const next_rows *nx) {
     const int64_t dp = j->dp, es = (int64_t)tsr_dtype_size(t);
-    const float scale = j->a->d.scale;
+    const float scale = j->s_scale;
     for (int64_t c = 0; c < nk; c += 2) {
         prefetch_pair(nx, c);
         const char *k0 = kp + c * ks * es, *k1 = c + 1 < nk ? k0 + ks * es : k0;
@@ -447,7 +455,7 @@ static void scores_bf16(const flash_job *j, const flash_buf *b, int64_t nr4, int
                         const uint16_t *kp, int64_t ks, const next_rows *nx) {
     const int64_t D = j->a->d.head_dim, qs = j->dp; /* qw rows: dp bf16 */
     const uint16_t *qw = (const uint16_t *)b->qw;
-    const float scale = j->a->d.scale;
+    const float scale = j->s_scale;
     for (int64_t c = 0; c < nk; c += 2) {
         prefetch_pair(nx, c);
         const uint16_t *k0 = kp + c * ks, *k1 = c + 1 < nk ? k0 + ks : k0;
@@ -567,61 +575,70 @@ static inline float row_max(vf v) {
 #endif
 }
 
+/* Whether any of the n logits at s is NaN. */
+static bool any_nan(const float *s, int64_t n) {
+    for (int64_t c = 0; c < n; c += VL) {
+        const vf x = vf_load(s + c);
+        if (vf_any(vf_is(x, x, _CMP_UNORD_Q))) return true;
+    }
+    return false;
+}
+
+/* Zeroes row r's weights, so P V adds nothing to it. */
+static void zero_weights(const flash_buf *b, int64_t r, int64_t bkp) {
+    memset(b->s + r * bkp, 0, sizeof(float) * (size_t)bkp);
+#ifdef ATTN_BF16_DOT
+    memset(b->p + r * (bkp / 2), 0, sizeof(float) * (size_t)(bkp / 2));
+#endif
+}
+
+/* Marks row r NaN (it stays so) and zeroes its weights. */
+static void nan_row(const flash_buf *b, int64_t r, int64_t bkp) {
+    b->nan[r] = 1.0f;
+    zero_weights(b, r, bkp);
+}
+
 /* The online softmax over one block of a row's logits (in place: logits
- * become weights); rescales the row's accumulator when the max moves. */
-static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_t bkp, bool direct) {
+ * become weights); rescales the row's accumulator when the max moves. A
+ * NaN logit is found by its weight, NaN, in the row's sum (the max may
+ * drop it), with a scan of its own only where the block shows no max. */
+static void online_row(const flash_job *j, const flash_buf *b, int64_t r, int64_t bkp) {
     float *s = b->s + r * bkp;
     vf mx = vf_set1(-INFINITY);
-    /* NaN lanes gathered as a mask, tested once; +inf shows in the max */
-#if VL == 16
-    __mmask16 nans = 0;
-#else
-    vf nans = vf_zero();
-#endif
-    for (int64_t c = 0; c < bkp; c += VL) {
-        vf x = vf_load(s + c);
-#if VL == 16
-        nans |= vf_is(x, x, _CMP_UNORD_Q);
-#else
-        nans = _mm256_or_ps(nans, vf_is(x, x, _CMP_UNORD_Q));
-#endif
-        mx = vf_max(mx, x);
-    }
+    for (int64_t c = 0; c < bkp; c += VL) mx = vf_max(mx, vf_load(s + c));
     float m_old = b->m[r], m_new = row_max(mx);
-    const bool bad = vf_any(nans) || m_new == INFINITY;
-    if (bad) b->nan[r] = 1.0f;
     if (m_new < m_old) m_new = m_old;
+    if (m_new == INFINITY || (m_new == -INFINITY && any_nan(s, bkp))) return nan_row(b, r, bkp);
+    if (m_new == -INFINITY) return zero_weights(b, r, bkp); /* nothing visible yet */
 #ifdef ATTN_BF16_DOT
     float *pw = b->p + r * (bkp / 2);
+    const bool narrow = true;
+#else
+    const bool narrow = false;
 #endif
-    if (m_new == -INFINITY || bad) { /* nothing visible yet, or the row is NaN anyway */
-        memset(s, 0, sizeof(float) * (size_t)bkp);
-#ifdef ATTN_BF16_DOT
-        memset(pw, 0, sizeof(float) * (size_t)(bkp / 2));
-#endif
-        return;
-    }
-    vf sum = vf_zero(), mv = vf_set1(m_new);
+    vf sum = vf_zero();
+    const vf mv = vf_set1(m_new), ts = vf_set1(j->t_scale);
     for (int64_t c = 0; c < bkp; c += VL) {
-        vf p = exp_nonpos_fast(vf_sub(vf_load(s + c), mv)); /* s <= the max, or -inf: exactly 0 */
+        /* s <= the max, or -inf: exactly 0 */
+        const vf p = exp2_nonpos(vf_mul(vf_sub(vf_load(s + c), mv), ts), narrow);
 #ifdef ATTN_BF16_DOT
         /* P V runs on P rounded to bf16; the sum (and so lse) keeps the f32
          * weights, as FlashAttention's rowsum does */
         _mm256_storeu_si256((__m256i *)(pw + c / 2), (__m256i)_mm512_cvtneps_pbh(p));
-        (void)direct; /* both paths take the bf16 weights */
 #else
-        (void)direct;
         vf_store(s + c, p);
 #endif
         sum = vf_add(sum, p);
     }
-    /* once a row's max has settled, most blocks leave it where it was */
-    const float alpha = m_old == -INFINITY ? 0.0f : m_old == m_new ? 1.0f : expf(m_old - m_new);
 #if VL == 16
-    b->l[r] = b->l[r] * alpha + _mm512_reduce_add_ps(sum);
+    const float block_sum = _mm512_reduce_add_ps(sum);
 #else
-    b->l[r] = b->l[r] * alpha + vf_hsum(sum);
+    const float block_sum = vf_hsum(sum);
 #endif
+    if (isnan(block_sum)) return nan_row(b, r, bkp);
+    /* once a row's max has settled, most blocks leave it where it was */
+    const float alpha = m_old == -INFINITY ? 0.0f : m_old == m_new ? 1.0f : exp2f((m_old - m_new) * j->t_scale);
+    b->l[r] = b->l[r] * alpha + block_sum;
     b->m[r] = m_new;
     if (alpha != 1.0f) {
         float *o = b->o + r * j->dp;
@@ -647,8 +664,10 @@ static void write_row(const flash_job *j, int64_t b, int64_t h, int64_t i, const
         const vf x = nan || empty ? iv : vf_mul(iv, vf_load(acc + e)); /* NaN or 0 whatever acc holds */
         vf_store_n_dtype(j->a->o, d->dtype, oo + e, x, d->head_dim - e < VL ? (int)(d->head_dim - e) : VL);
     }
-    if (d->lse)
-        ((float *)d->lse)[(b * d->heads_q + h) * d->seq_q + i] = nan ? NAN : empty ? -INFINITY : m + logf(l);
+    if (d->lse) {
+        float *lse = (float *)d->lse + (b * d->heads_q + h) * d->seq_q + i;
+        *lse = nan ? NAN : empty ? -INFINITY : m * j->s_unit + logf(l);
+    }
 }
 
 static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
@@ -722,7 +741,7 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
                 }
             }
             for (int64_t c = vis; c < bkp; c++) s[c] = -INFINITY;
-            online_row(j, B, r, bkp, direct);
+            online_row(j, B, r, bkp);
         }
         if (direct) block_direct(j, B, nr4, nk, bkp, kp, vp, 1, &nx);
         else if (v_in_place) pv_tiles(j, B, nr2, nk, bkp, (const float *)vp, d->v_strides[2]);
@@ -758,7 +777,7 @@ static void combine_row(const flash_job *j, int64_t row, float *acc) {
         for (int64_t s = 0; s < j->splits; s++) {
             const float *q = p + s * (dp + 3);
             if (q[0] == -INFINITY) continue;
-            const float w = expf(q[0] - M);
+            const float w = exp2f((q[0] - M) * j->t_scale);
             L += w * q[1];
             const vf wv = vf_set1(w);
             for (int64_t e = 0; e < dp; e += VL) vf_store(acc + e, vf_fma(wv, vf_load(q + 3 + e), vf_load(acc + e)));
@@ -830,6 +849,10 @@ static tsr_status flash_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     j.bq = s->v[K_BLOCK_Q] >= 1 && s->v[K_BLOCK_Q] <= 128 ? s->v[K_BLOCK_Q] : 64;
     j.bk = s->v[K_BLOCK_KV] >= 1 && s->v[K_BLOCK_KV] <= 256 ? s->v[K_BLOCK_KV] : 64;
     j.dp = round_up(d->head_dim > 0 ? d->head_dim : 1, VL);
+    const bool scale_in_softmax = !d->mask && d->scale <= 1.0f; /* see flash_job */
+    j.s_scale = scale_in_softmax ? 1.0f : d->scale;
+    j.s_unit = scale_in_softmax ? d->scale : 1.0f;
+    j.t_scale = (float)(1.4426950408889634 * (double)j.s_unit);
     j.nblocks = (j.rows_per_kv + j.bq - 1) / j.bq;
     j.splits = flash_valid(p, ctx, s) ? s->v[K_SPLITS] : 1;
     j.keys_per_split = round_up((d->seq_kv + j.splits - 1) / j.splits, j.bk);
