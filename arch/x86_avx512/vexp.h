@@ -92,16 +92,16 @@ static inline vf exp_unchecked_narrow(vf d) {
     return vf_scale2(y, n);
 }
 
-/* 2^t for t <= 0 or -inf (exactly 0), for attention's softmax weights,
- * t = (s - max) log2(e) with the log2(e) folded into the logits' scale:
- * 2^f (f = t - round(t), in [-1/2, 1/2]) times 2^round(t). AVX-512 takes
- * f by vreduceps (AVX512DQ), which gives 0 for -inf (and for every
- * |t| >= 2^23), so 2^round(t) = 0 needs no clamp; without it t is clamped
- * at -160 first (2^-160 rounds to 0), NaN kept by the operand order. Polynomials fitted here for relative
- * error over [-1/2, 1/2], constant 1 (exact at the max): degree 5, 1.8e-7
- * relative evaluated in float (Cephes exp2f's degree 6 reads 1.7e-7), for
- * f32 weights; narrow: degree 4, 2.9e-6, for weights rounded to bf16
- * (2^-9) before they are used. NaN gives NaN (the caller's NaN test). */
+/* 2^t for t <= 0 or -inf (exactly 0), for attention's softmax weights
+ * (t = (s - max) log2(e) times the scale): 2^f (f = t - round(t), in
+ * [-1/2, 1/2]) times 2^round(t). AVX-512 takes f by vreduceps (AVX512DQ),
+ * which gives 0 for -inf (and for every |t| >= 2^23), so 2^round(t) = 0
+ * needs no clamp; without it t is clamped at -160 first (2^-160 rounds to
+ * 0), NaN kept by the operand order. Polynomials fitted here for relative
+ * error over [-1/2, 1/2], constant term 1 (exact at the max); evaluated in
+ * float (test_vexp_x86): degree 5, 1.7e-7 relative (as Cephes exp2f's
+ * degree 6), for f32 weights; narrow: degree 4, 2.9e-6, for weights
+ * rounded to bf16 (2^-9) before they are used. NaN gives NaN. */
 static inline vf exp2_nonpos(vf t, const bool narrow) {
 #if VL == 16 && defined(__AVX512DQ__)
     const vf n = vf_round(t), f = _mm512_reduce_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
