@@ -109,20 +109,11 @@ static inline vf exp2_nonpos(vf t, const bool narrow) {
     t = vf_max(vf_set1(-160.0f), t);
     const vf n = vf_round(t), f = vf_sub(t, n);
 #endif
-    vf p;
-    if (narrow) {
-        p = vf_set1(9.582818485796452e-3f);
-        p = vf_fma(p, f, vf_set1(5.590637028217316e-2f));
-        p = vf_fma(p, f, vf_set1(2.402409911155701e-1f));
-        p = vf_fma(p, f, vf_set1(6.931241750717163e-1f));
-    } else {
-        p = vf_set1(1.3264698209241033e-3f);
-        p = vf_fma(p, f, vf_set1(9.671509265899658e-3f));
-        p = vf_fma(p, f, vf_set1(5.550733953714371e-2f));
-        p = vf_fma(p, f, vf_set1(2.402224242687225e-1f));
-        p = vf_fma(p, f, vf_set1(6.931470036506653e-1f));
-    }
-    return vf_scale2(vf_fma(p, f, vf_set1(1.0f)), n);
+    static const float wide[] = {1.3264698209241033e-3f, 9.671509265899658e-3f, 5.550733953714371e-2f,
+                                 2.402224242687225e-1f, 6.931470036506653e-1f, 1.0f};
+    static const float bf16[] = {9.582818485796452e-3f, 5.590637028217316e-2f, 2.402409911155701e-1f,
+                                 6.931241750717163e-1f, 1.0f};
+    return vf_scale2(narrow ? vf_horner(f, bf16, 5) : vf_horner(f, wide, 6), n);
 }
 
 #endif
