@@ -139,6 +139,12 @@ START_TEST(blocks_schedules_threads) {
             {16, 1100, 157, 0, 0, 1, 3, TSR_F32, 1, 0.5f, 2, 0}, /* bf16: 512-column chunks, blocks of 32 k and 29 */
             {2, 2100, 45, 1, 0, 0, 2, TSR_F32, 1, 0, 1, 1},      /* bf16: five chunks, the last of 52 columns */
             {9, 40, 7, 0, 0, 0, 4, TSR_F32, 0.5f, 0, 1, 0},
+            /* AVX2 streamed rows over blocks of 8 chunks and K blocks of
+             * 256: 16 rows (256-column chunks; 2250 columns a thread at two,
+             * a block of 8 and one of 202) over K blocks of 256, 256 and
+             * 18; 5 rows of A stored k x m (816-column chunks), 301 k */
+            {16, 4500, 530, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
+            {5, 3000, 301, 1, 0, 1, 3, TSR_F32, 1, 0, 2, 0},
             /* f16/bf16 B read in place by the f32 kernels' dot and stream
              * paths, widened in registers: k tails past whole bf16 pairs of
              * vectors (1001 % 16, all of K under one step), a narrow C */

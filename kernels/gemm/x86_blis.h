@@ -98,6 +98,9 @@ enum { STREAM_ROWS = 16, STREAM_BLOCK = 32768, STREAM_WIDTH = 512, STREAM_SUMS =
  * 16-20 -> 39-60, 16 x 4096 x 4096 20-32 -> 46-66 (ranges: this VM's
  * spread over repeats). AVX-512 keeps the rows it was measured with. */
 enum { WIDEN_ROWS = VL == 8 ? 16 : 4, STREAM_ACC = 4096 };
+/* widen_rows' chunks per block of columns (128 KiB of sums with AVX2) and
+ * rows of B per K block; AVX-512 keeps the one chunk it was measured with */
+enum { WIDEN_SUPER = VL == 8 ? 8 : 1, WIDEN_KB = 256 };
 #ifndef GEMM_BF16_DOT
 enum { STREAM_ROWS = WIDEN_ROWS };
 #endif
@@ -835,63 +838,86 @@ static inline __attribute__((always_inline)) void widen_pass_rows(float *const a
     }
 }
 
+/* Columns in one chunk of widen_rows' sums for mr rows. */
+static int64_t widen_cols(int mr) { return STREAM_ACC / mr / VL * VL; }
+
 /* Columns [jlo, jhi) of C for M <= WIDEN_ROWS with row-major B of dtype t
  * (f16/bf16 widened as loaded, so B is read at its own width): each
  * row of B is read once, contiguously (the hardware prefetcher follows),
  * into accumulators that stay in L1: 16 KiB of them, so one row gets 4096
- * columns a pass (the prefetcher restarts at every page a segment ends in). */
+ * columns a pass (the prefetcher restarts at every page a segment ends in).
+ * Past one chunk, with a buffer of WIDEN_SUPER of them (buf; NULL: one
+ * chunk at a time, on the stack), the chunks of a block of columns take K
+ * in blocks of WIDEN_KB rows, each chunk in turn, their sums waiting in L2
+ * meanwhile. A chunk that swept all of K alone read a segment of each row
+ * of B, one page each: at 16 rows (256-column chunks, 1 KiB of a 16 KiB
+ * row) a 4096-row B was 4096 pages a sweep, past the TLB's reach, and ran
+ * at 19 GFLOP/s on one Zen 1 core where 1024 rows ran at 24. */
 static inline __attribute__((always_inline)) void widen_rows_of(const job *j, int64_t jlo, int64_t jhi,
-                                                                const tsr_dtype t) {
+                                                                const tsr_dtype t, float *buf) {
     const tsr_gemm_problem *g = j->g;
     const tsr_gemm_desc *d = &g->d;
-    _Alignas(64) float accs[STREAM_ACC];
+    _Alignas(64) float local[STREAM_ACC];
     const int mr = (int)d->m;
-    const int64_t cols = STREAM_ACC / mr / VL * VL;
-    float *acc[WIDEN_ROWS];
-    for (int r = 0; r < mr; r++) acc[r] = accs + r * cols;
-    for (int64_t c0 = jlo; c0 < jhi; c0 += cols) {
-        const int64_t nc = jhi - c0 < cols ? jhi - c0 : cols;
-        for (int r = 0; r < mr; r++) memset(acc[r], 0, sizeof(float) * (size_t)nc);
-        /* four rows of B per pass over the accumulators: a quarter of the
-         * accumulator loads and stores (the L1 port limit here); then the
-         * last k % 4 rows one at a time */
-        int64_t p = 0;
-        for (; p + 4 <= d->k; p += 4) {
-            int64_t brow[4];
-            vf a[WIDEN_ROWS][4];
-            for (int q = 0; q < 4; q++) {
-                brow[q] = (p + q) * d->ldb + c0;
-                for (int r = 0; r < mr; r++)
-                    a[r][q] = vf_set1(load_in(j->a, t, d->trans_a ? (p + q) * d->lda + r : r * d->lda + p + q));
-            }
-            widen_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 4, t);
+    const int64_t cols = widen_cols(mr);
+    float *const accs = buf && jhi - jlo > cols ? buf : local; /* one chunk: on the stack, as before */
+    const int64_t super = accs == buf ? WIDEN_SUPER : 1;
+    for (int64_t s0 = jlo; s0 < jhi; s0 += cols * super) {
+        const int64_t s1 = jhi - s0 < cols * super ? jhi : s0 + cols * super, chunks = (s1 - s0 + cols - 1) / cols;
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            const int64_t nc = s1 - s0 - ch * cols < cols ? s1 - s0 - ch * cols : cols;
+            for (int r = 0; r < mr; r++) memset(accs + ch * STREAM_ACC + r * cols, 0, sizeof(float) * (size_t)nc);
         }
-        for (; p < d->k; p++) {
-            const int64_t brow[4] = {p * d->ldb + c0};
-            vf a[WIDEN_ROWS][4];
+        for (int64_t p0 = 0; p0 < d->k; p0 += WIDEN_KB)
+            for (int64_t ch = 0; ch < chunks; ch++) {
+                const int64_t c0 = s0 + ch * cols, nc = s1 - c0 < cols ? s1 - c0 : cols;
+                const int64_t pend = d->k - p0 < WIDEN_KB ? d->k : p0 + WIDEN_KB;
+                float *acc[WIDEN_ROWS];
+                for (int r = 0; r < mr; r++) acc[r] = accs + ch * STREAM_ACC + r * cols;
+                /* four rows of B per pass over the accumulators: a quarter
+                 * of the accumulator loads and stores (the L1 port limit
+                 * here); then the last k % 4 rows one at a time */
+                int64_t p = p0;
+                for (; p + 4 <= pend; p += 4) {
+                    int64_t brow[4];
+                    vf a[WIDEN_ROWS][4];
+                    for (int q = 0; q < 4; q++) {
+                        brow[q] = (p + q) * d->ldb + c0;
+                        for (int r = 0; r < mr; r++)
+                            a[r][q] = vf_set1(load_in(j->a, t, d->trans_a ? (p + q) * d->lda + r : r * d->lda + p + q));
+                    }
+                    widen_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 4, t);
+                }
+                for (; p < pend; p++) {
+                    const int64_t brow[4] = {p * d->ldb + c0};
+                    vf a[WIDEN_ROWS][4];
+                    for (int r = 0; r < mr; r++)
+                        a[r][0] = vf_set1(load_in(j->a, t, d->trans_a ? p * d->lda + r : r * d->lda + p));
+                    widen_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 1, t);
+                }
+            }
+        for (int64_t ch = 0; ch < chunks; ch++) {
+            const int64_t c0 = s0 + ch * cols, nc = s1 - c0 < cols ? s1 - c0 : cols;
             for (int r = 0; r < mr; r++)
-                a[r][0] = vf_set1(load_in(j->a, t, d->trans_a ? p * d->lda + r : r * d->lda + p));
-            widen_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 1, t);
+                for (int64_t c = 0; c < nc; c++) {
+                    const int64_t col = c0 + c, ci = r * d->ldc + col;
+                    float v = d->alpha * accs[ch * STREAM_ACC + r * cols + c];
+                    if (d->beta != 0.0f) v += d->beta * tsr_load_f(j->cn, d->c_dtype, ci);
+                    tsr_store_f(j->cn, d->c_dtype, ci,
+                                tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? r : col, j->batch_index, r, col));
+                }
         }
-        for (int r = 0; r < mr; r++)
-            for (int64_t c = 0; c < nc; c++) {
-                const int64_t col = c0 + c, ci = r * d->ldc + col;
-                float v = d->alpha * acc[r][c];
-                if (d->beta != 0.0f) v += d->beta * tsr_load_f(j->cn, d->c_dtype, ci);
-                tsr_store_f(j->cn, d->c_dtype, ci,
-                            tsr_epilogue_apply_ref(&d->epilogue, v, g->bias_along_m ? r : col, j->batch_index, r, col));
-            }
     }
 }
 
-static void widen_rows(const job *j, int64_t jlo, int64_t jhi) {
+static void widen_rows(const job *j, int64_t jlo, int64_t jhi, float *buf) {
 #ifdef GEMM_BF16_DOT
-    widen_rows_of(j, jlo, jhi, TSR_BF16);
+    widen_rows_of(j, jlo, jhi, TSR_BF16, buf);
 #else
     switch (j->g->d.b_dtype) {
-    case TSR_BF16: widen_rows_of(j, jlo, jhi, TSR_BF16); break;
-    case TSR_F16: widen_rows_of(j, jlo, jhi, TSR_F16); break;
-    default: widen_rows_of(j, jlo, jhi, TSR_F32); break;
+    case TSR_BF16: widen_rows_of(j, jlo, jhi, TSR_BF16, buf); break;
+    case TSR_F16: widen_rows_of(j, jlo, jhi, TSR_F16, buf); break;
+    default: widen_rows_of(j, jlo, jhi, TSR_F32, buf); break;
     }
 #endif
 }
@@ -899,6 +925,9 @@ static void widen_rows(const job *j, int64_t jlo, int64_t jhi) {
 #ifdef GEMM_BF16_DOT
 /* One row of C with B read in place: widen_rows, not stream_rows (see gemm_one). */
 static bool widens_one_row(const tsr_gemm_desc *d, bool pack_b) { return !pack_b && d->m == 1; }
+#else
+/* Whether gemm_one takes widen_rows: row-major B read in place by few rows. */
+static bool widens(const tsr_gemm_desc *d, bool pack_b) { return !pack_b && !d->trans_b && d->m <= STREAM_ROWS; }
 #endif
 
 /* Columns [lo, hi) of N for thread tid of nth: whole vectors but the last thread's. */
@@ -931,7 +960,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     if (widens_one_row(d, j->pack_b)) {
         int64_t lo, hi;
         column_share(N, tid, nth, &lo, &hi);
-        widen_rows(j, lo, hi);
+        widen_rows(j, lo, hi, NULL);
         return;
     }
     if (!j->pack_b) { /* row-major B, M <= STREAM_ROWS: the region in ap */
@@ -942,8 +971,8 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     if (!j->pack_b && (d->trans_b || M <= STREAM_ROWS)) { /* contiguous column ranges per thread */
         int64_t lo, hi;
         column_share(N, tid, nth, &lo, &hi);
-        if (!d->trans_b) {
-            widen_rows(j, lo, hi);
+        if (!d->trans_b) { /* ap: WIDEN_SUPER chunks of sums a thread (blis_run) */
+            widen_rows(j, lo, hi, ap + (size_t)tid * WIDEN_SUPER * STREAM_ACC);
             return;
         }
         if (!dot_widens_a(d)) {
@@ -1126,6 +1155,11 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
 #else
     if (!base.pack_b && d->trans_b && dot_widens_a(d) && abuf < (size_t)(d->m * d->k)) /* dot_widen_a */
         abuf = (size_t)(d->m * d->k);
+    /* widen_rows' sums past one chunk: a team's threads share buf, a matrix's owner has its own */
+    if (widens(d, base.pack_b) && d->n > widen_cols((int)d->m)) {
+        const size_t sums = (size_t)WIDEN_SUPER * STREAM_ACC * (size_t)(per_matrix ? 1 : nt);
+        if (abuf < sums) abuf = sums;
+    }
 #endif
     const int nbuf = per_matrix || split != TSR_SPLIT_NONE ? nt : 1;
     float *buf = tsr_scratch_get((abuf + bbuf) * sizeof(float) * (size_t)nbuf);
