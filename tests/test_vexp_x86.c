@@ -67,8 +67,11 @@ START_TEST(relative_error) {
 }
 END_TEST
 
-START_TEST(special_values) {
-    if (!cpu_runs_build()) return;
+/* Out of line, so that its arrays' frame is only entered once the CPU
+ * check passed: under ASan, the frame's redzones are poisoned by the
+ * build's vector stores on entry (AVX-512 ones killed the test with
+ * SIGILL on a Zen 1 before its check ran). */
+static __attribute__((noinline)) void check_special_values(void) {
     for (int narrow = 0; narrow <= 1; narrow++) {
         float t[VL], y[VL];
         for (int l = 0; l < VL; l++) t[l] = -INFINITY;
@@ -87,6 +90,10 @@ START_TEST(special_values) {
                           want);
         }
     }
+}
+
+START_TEST(special_values) {
+    if (cpu_runs_build()) check_special_values();
 }
 END_TEST
 
