@@ -865,13 +865,13 @@ static inline __attribute__((always_inline)) void widen_rows_of(const job *j, in
     for (int64_t s0 = jlo; s0 < jhi; s0 += cols * super) {
         const int64_t s1 = jhi - s0 < cols * super ? jhi : s0 + cols * super, chunks = (s1 - s0 + cols - 1) / cols;
         for (int64_t ch = 0; ch < chunks; ch++) {
-            const int64_t nc = s1 - s0 - ch * cols < cols ? s1 - s0 - ch * cols : cols;
+            const int64_t c0 = s0 + ch * cols, nc = s1 - c0 < cols ? s1 - c0 : cols;
             for (int r = 0; r < mr; r++) memset(accs + ch * STREAM_ACC + r * cols, 0, sizeof(float) * (size_t)nc);
         }
-        for (int64_t p0 = 0; p0 < d->k; p0 += WIDEN_KB)
+        for (int64_t p0 = 0; p0 < d->k; p0 += WIDEN_KB) {
+            const int64_t pend = d->k - p0 < WIDEN_KB ? d->k : p0 + WIDEN_KB;
             for (int64_t ch = 0; ch < chunks; ch++) {
                 const int64_t c0 = s0 + ch * cols, nc = s1 - c0 < cols ? s1 - c0 : cols;
-                const int64_t pend = d->k - p0 < WIDEN_KB ? d->k : p0 + WIDEN_KB;
                 float *acc[WIDEN_ROWS];
                 for (int r = 0; r < mr; r++) acc[r] = accs + ch * STREAM_ACC + r * cols;
                 /* four rows of B per pass over the accumulators: a quarter
@@ -896,6 +896,7 @@ static inline __attribute__((always_inline)) void widen_rows_of(const job *j, in
                     widen_pass_rows(acc, j->b, brow, (const vf(*)[4])a, nc, mr, 1, t);
                 }
             }
+        }
         for (int64_t ch = 0; ch < chunks; ch++) {
             const int64_t c0 = s0 + ch * cols, nc = s1 - c0 < cols ? s1 - c0 : cols;
             for (int r = 0; r < mr; r++)
@@ -968,13 +969,15 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
         return;
     }
 #else
-    if (!j->pack_b && (d->trans_b || M <= STREAM_ROWS)) { /* contiguous column ranges per thread */
+    if (widens(d, j->pack_b)) { /* ap: WIDEN_SUPER chunks of sums a thread (blis_run) */
         int64_t lo, hi;
         column_share(N, tid, nth, &lo, &hi);
-        if (!d->trans_b) { /* ap: WIDEN_SUPER chunks of sums a thread (blis_run) */
-            widen_rows(j, lo, hi, ap + (size_t)tid * WIDEN_SUPER * STREAM_ACC);
-            return;
-        }
+        widen_rows(j, lo, hi, ap + (size_t)tid * WIDEN_SUPER * STREAM_ACC);
+        return;
+    }
+    if (!j->pack_b && d->trans_b) { /* contiguous column ranges per thread */
+        int64_t lo, hi;
+        column_share(N, tid, nth, &lo, &hi);
         if (!dot_widens_a(d)) {
             dot_columns(j, lo, hi);
             return;
