@@ -204,6 +204,13 @@ static const conv_case cases[] = {
      * residual (35 pixels, 45 channels: ragged tiles and panels) */
     {2, 18, 5, 7, 45, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
     {1, 34, 3, 3, 20, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_RES_INPLACE, 0},
+    /* more bf16 pointwise tiles: 143 pixels by three panels, 20 pixels by
+     * two under an epilogue stored from memory (GELU), 3 and 7 pixels (one
+     * tile, rows repeated) with a ragged third panel */
+    {1, 30, 11, 13, 96, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, TSR_BF16, TSR_BF16, EPI_ALL, TSR_ACT_RELU},
+    {1, 40, 4, 5, 64, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_F32, EPI_BIAS_ACT, TSR_ACT_GELU_ERF},
+    {3, 16, 1, 1, 70, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_RES, 0},
+    {1, 22, 1, 7, 69, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     /* bf16 with odd channels in one group, each filter row one run of S x
      * C values per pixel, its last value alone (x86_stem_bf16.h): a
      * 3-channel 7x7 stride-2 stem (tiles inside, at the edges, across rows
