@@ -24,10 +24,13 @@ import sys
 
 
 def gemm_row(f):
-    """shape -> (rate, ratio to oneDNN), from a GEMM summary line."""
-    if len(f) < 5 or not re.match(r'^(f32|bf16|i8)/', f[0]) or f[1] == '-':
+    """shape -> (rate, ratio to oneDNN), from a GEMM summary line: shape,
+    tessera's rate, k vendors' rates, k ratios, % peak and % ukr, so the
+    first vendor's ratio (oneDNN's unless --impl leaves it out) is at 2 + k."""
+    if len(f) < 6 or len(f) % 2 or not re.match(r'^(f32|bf16|i8)/', f[0]) or f[1] == '-':
         return None
-    return f[0], (float(f[1]), float(f[4].rstrip('x')) if f[4] != '-' else float('nan'))
+    r = f[2 + (len(f) - 4) // 2]
+    return f[0], (float(f[1]), float(r.rstrip('x')) if r != '-' else float('nan'))
 
 
 def conv_row(f):
