@@ -101,6 +101,7 @@ START_TEST(blocks_splits_shapes) {
     };
     const tsr_schedule scheds[] = {
         {{4, 16, 1}}, {{8, 32, 2}}, {{16, 64, 4}}, {{32, 16, 16}}, {{64, 128, 1}}, {{128, 256, 8}}, {{4, 64, 8}},
+        {{256, 128, 1}}, {{256, 16, 2}},
     };
     int ran = 0;
     for (size_t ki = 0; ki < sizeof kernels / sizeof kernels[0]; ki++) {
@@ -114,8 +115,9 @@ START_TEST(blocks_splits_shapes) {
                 }
         /* the heuristic's schedule, decode and prefill */
         const attn_case dflt[] = {{1, 32, 8, 1, 4099, 128, TSR_CAUSAL_NONE, TSR_BF16, 0, 1},
-                                  {2, 4, 4, 200, 200, 64, TSR_CAUSAL_TOP_LEFT, TSR_F32, 0, 1}};
-        for (int ci = 0; ci < 2; ci++) {
+                                  {2, 4, 4, 200, 200, 64, TSR_CAUSAL_TOP_LEFT, TSR_F32, 0, 1},
+                                  {1, 4, 2, 300, 150, 64, TSR_CAUSAL_NONE, TSR_F32, 0, 1}}; /* 256-row blocks */
+        for (int ci = 0; ci < 3; ci++) {
             tsr_schedule s;
             tt_attention_default_schedule(k, ctx, &dflt[ci], &s);
             ran += check(ctx, ref, k, &dflt[ci], &s);
@@ -145,6 +147,7 @@ START_TEST(bf16_dot_dims_knobs) {
     /* block_q x block_kv x kv_splits: each value of each knob at least once */
     const tsr_schedule scheds[] = {
         {{4, 16, 1}}, {{8, 32, 2}}, {{16, 64, 4}}, {{32, 128, 8}}, {{64, 256, 16}}, {{128, 64, 1}}, {{128, 16, 2}},
+        {{256, 128, 1}},
     };
     int ran = 0;
     for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {

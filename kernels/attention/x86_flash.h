@@ -50,11 +50,13 @@
 #include "internal.h"
 
 enum { K_BLOCK_Q, K_BLOCK_KV, K_SPLITS };
-static const int block_q_values[] = {4, 8, 16, 32, 64, 128};
+#define BLOCK_Q_MAX 256
+#define BLOCK_Q_COUNT 7
+static const int block_q_values[BLOCK_Q_COUNT] = {4, 8, 16, 32, 64, 128, BLOCK_Q_MAX};
 static const int block_kv_values[] = {16, 32, 64, 128, 256};
 static const int split_values[] = {1, 2, 4, 8, 16};
 static const tsr_knob flash_knobs[] = {
-    {"block_q", 6, block_q_values},
+    {"block_q", BLOCK_Q_COUNT, block_q_values},
     {"block_kv", 5, block_kv_values},
     {"kv_splits", 5, split_values},
 };
@@ -680,7 +682,7 @@ static void run_task(const flash_job *j, int64_t task, const flash_buf *B) {
     const int64_t klo = split * j->keys_per_split;
     const int64_t khi = klo + j->keys_per_split < d->seq_kv ? klo + j->keys_per_split : d->seq_kv;
 
-    int64_t ends[128 + 4], heads[128 + 4], qi[128 + 4], kend = klo;
+    int64_t ends[BLOCK_Q_MAX + 4], heads[BLOCK_Q_MAX + 4], qi[BLOCK_Q_MAX + 4], kend = klo;
     for (int64_t r = 0; r < nr4; r++) {
         float *q = B->q + r * dp;
         B->m[r] = -INFINITY, B->l[r] = 0.0f, B->nan[r] = 0.0f;
@@ -814,10 +816,18 @@ static void flash_default(const tsr_problem *p, const tsr_context *ctx, tsr_sche
     /* decode: every row of the group in one block, so K/V stream once;
      * prefill: 128 rows share each packed K/V block (packing costs ~8% of
      * the bf16 time at 64 rows; 128 measured 1-5% faster on one Zen 4 core),
-     * 64 when that leaves fewer than two blocks per thread */
+     * 64 when that leaves fewer than two blocks per thread. Without a causal
+     * mask 256 rows halve the packing again (Zen 5, two threads, head dim
+     * 64-128, 1024-4096 keys: bf16 +3-10%, f32 +1-3%); a causal block runs
+     * every row to its last row's keys, and 256 there lost 5-10% at 1024.
+     * AVX-512 only: the block's buffers (~640 KB at head dim 128) pass
+     * Zen 3's 512 KB L2, where AVX2 has not been measured. */
     const int64_t threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
     const int64_t big = d->batch * d->heads_kv * ((rows + 127) / 128);
-    s->v[K_BLOCK_Q] = (int)pick(block_q_values, 6, rows < 64 ? rows : big >= 2 * threads ? 128 : 64);
+    const int64_t huge = d->batch * d->heads_kv * ((rows + 255) / 256);
+    const bool wide = VL == 16 && d->causal == TSR_CAUSAL_NONE && d->head_dim <= 128 && huge >= 2 * threads;
+    s->v[K_BLOCK_Q] = (int)pick(block_q_values, BLOCK_Q_COUNT,
+                                rows < 64 ? rows : wide ? 256 : big >= 2 * threads ? 128 : 64);
     /* a packed K^T block of 128 keys (32-64 KB at head_dim 64-128) stays in
      * L2 beside the logits; measured 5-25% over 64 on one Zen 4 core */
     s->v[K_BLOCK_KV] = d->head_dim > 128 ? 64 : 128;
@@ -830,7 +840,7 @@ static void flash_default(const tsr_problem *p, const tsr_context *ctx, tsr_sche
 static bool flash_valid(const tsr_problem *p, const tsr_context *ctx, const tsr_schedule *s) {
     (void)ctx;
     const tsr_attention_desc *d = &p->u.attention.d;
-    if (s->v[K_BLOCK_Q] < 1 || s->v[K_BLOCK_Q] > 128 || s->v[K_BLOCK_KV] < 1 || s->v[K_SPLITS] < 1) return false;
+    if (s->v[K_BLOCK_Q] < 1 || s->v[K_BLOCK_Q] > BLOCK_Q_MAX || s->v[K_BLOCK_KV] < 1 || s->v[K_SPLITS] < 1) return false;
     const int64_t rows = d->batch * d->heads_q * d->seq_q;
     return s->v[K_SPLITS] == 1 ||
            (int64_t)s->v[K_SPLITS] * rows * (round_up(d->head_dim, VL) + 3) * 4 <= MAX_PARTIAL_BYTES;
@@ -846,7 +856,7 @@ static tsr_status flash_run(tsr_context *ctx, const tsr_problem *p, const tsr_sc
     j.a = a;
     j.group = d->heads_q / d->heads_kv;
     j.rows_per_kv = j.group * d->seq_q;
-    j.bq = s->v[K_BLOCK_Q] >= 1 && s->v[K_BLOCK_Q] <= 128 ? s->v[K_BLOCK_Q] : 64;
+    j.bq = s->v[K_BLOCK_Q] >= 1 && s->v[K_BLOCK_Q] <= BLOCK_Q_MAX ? s->v[K_BLOCK_Q] : 64;
     j.bk = s->v[K_BLOCK_KV] >= 1 && s->v[K_BLOCK_KV] <= 256 ? s->v[K_BLOCK_KV] : 64;
     j.dp = round_up(d->head_dim > 0 ? d->head_dim : 1, VL);
     const bool scale_in_softmax = !d->mask && d->scale <= 1.0f; /* see flash_job */
