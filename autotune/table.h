@@ -104,6 +104,14 @@ typedef enum tsr_table_hit {
  * of the dims) are not trusted: the heuristic is used instead. */
 #define TSR_TABLE_NEAREST_MAX 3.0
 
+/* A record lends its schedule to other shapes only where it beat the
+ * kernel's heuristic by this factor at its own shape (default_us /
+ * time_us): a tie there says nothing of other sizes, where the heuristic
+ * adapts and a fixed blocking may not. tessera-tune --quick on a Zen 5 VM
+ * kept mc=48,kc=256,nc=720 for 512^3 at 1.03x, and 1024^3 and 2048^3 then
+ * ran it at 0.83x and 0.65x their heuristic's rate. */
+#define TSR_TABLE_NEAREST_MIN_GAIN 1.10
+
 /* The schedule for (p, k) from t: exact key first, then the nearest shape of
  * the same class. Records whose knobs are not k's current knob space (stale)
  * and schedules k->schedule_valid() rejects for p are skipped. ctx may be

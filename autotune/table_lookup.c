@@ -1,5 +1,6 @@
 /* Run-time lookup: exact key by hash, else the nearest tuned shape of the
- * same class in log-space; stale or invalid schedules are skipped. No
+ * same class in log-space whose schedule clearly beat the heuristic there;
+ * stale or invalid schedules are skipped. No
  * allocation, no locks: the table is immutable once loaded. On a miss the
  * caller's schedule is left untouched. Each thread remembers its last
  * answers per key (the memo below): the key's text, its hash, the probe and
@@ -168,7 +169,8 @@ static void memo_store(lookup_memo *m, const tsr_table *t, uint64_t h, uint64_t 
     if (hit != TSR_TABLE_MISS) m->s = *s;
 }
 
-/* The nearest usable record of group g to key, by a scan; -1 when none. */
+/* The nearest usable record of group g to key that clearly beat its
+ * heuristic (TSR_TABLE_NEAREST_MIN_GAIN), by a scan; -1 when none. */
 static int nearest_scan(const tsr_table *t, const tsr_tgroup *g, const tsr_trec *exact, const tsr_pkey *key,
                         const tsr_problem *p, const tsr_context *ctx, const tsr_kernel *k, tsr_schedule *s) {
     double logd[TSR_PKEY_MAX_DIMS];
@@ -183,6 +185,7 @@ static int nearest_scan(const tsr_table *t, const tsr_tgroup *g, const tsr_trec 
         for (int m = 0; m < g->count; m++) {
             const tsr_trec *r = &t->recs[t->members[g->first + m]];
             if (r == exact || r->dims_sig != sig || r->v.ndims != key->ndims) continue;
+            if (!(r->v.default_us >= r->v.time_us * TSR_TABLE_NEAREST_MIN_GAIN)) continue;
             double dist = 0.0;
             for (int d = 0; d < key->ndims; d++) dist += (r->logd[d] - logd[d]) * (r->logd[d] - logd[d]);
             if (dist > best || (pick && dist == best)) continue;

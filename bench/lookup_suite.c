@@ -92,7 +92,7 @@ static char **make_records(const tsr_context *ctx, int n, uint64_t seed, int *ma
         if (!gemm_problem(ctx, m, nn, k, false, &p, &key, &kern)) continue;
         kern->default_schedule(&p, ctx, &s);
         char line[TSR_TABLE_MAX_LINE];
-        if (tsr_table_format_record(&key, kern, &s, 10.0, 11.0, 1.0, 1700000000 + i, line, sizeof line)) continue;
+        if (tsr_table_format_record(&key, kern, &s, 10.0, 15.0, 1.0, 1700000000 + i, line, sizeof line)) continue;
         if (!(lines[*made] = strdup(line))) break;
         (*made)++;
     }

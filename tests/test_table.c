@@ -62,14 +62,21 @@ static tsr_problem gemm_problem(int64_t m, int64_t n, int64_t k, bool ta, bool t
     return w.problem;
 }
 
-/* A record of fake for an f32 NN gemm. */
-static void rec(char *out, size_t n, int64_t m, int64_t nn, int64_t k, int tile, int unroll, double us,
-                int64_t tuned) {
+/* A record of fake for an f32 NN gemm whose schedule ran gain times its
+ * heuristic's rate. */
+static void rec_gain(char *out, size_t n, int64_t m, int64_t nn, int64_t k, int tile, int unroll, double us,
+                     double gain, int64_t tuned) {
     tsr_problem p = gemm_problem(m, nn, k, false, false, TSR_F32, TSR_F32);
     tsr_pkey key;
     ck_assert_int_eq(tsr_problem_key(&p, &key), TSR_OK);
     tsr_schedule s = {{tile, unroll}};
-    ck_assert_int_eq(tsr_table_format_record(&key, &fake, &s, us, us * 1.5, 1.0, tuned, out, n), TSR_OK);
+    ck_assert_int_eq(tsr_table_format_record(&key, &fake, &s, us, us * gain, 1.0, tuned, out, n), TSR_OK);
+}
+
+/* The same, 1.5 times the heuristic. */
+static void rec(char *out, size_t n, int64_t m, int64_t nn, int64_t k, int tile, int unroll, double us,
+                int64_t tuned) {
+    rec_gain(out, n, m, nn, k, tile, unroll, us, 1.5, tuned);
 }
 
 static char *header(const tsr_device_fp *fp) {
@@ -663,6 +670,31 @@ START_TEST(nearest_shape) {
 }
 END_TEST
 
+/* A record that beat its heuristic by less than TSR_TABLE_NEAREST_MIN_GAIN
+ * answers its own shape only; a neighbour takes the next record that did
+ * beat it, or misses (the heuristic). */
+START_TEST(nearest_needs_gain) {
+    char text[8192], why[400], l[3][512];
+    rec_gain(l[0], sizeof l[0], 512, 512, 512, 8, 1, 1, 1.03, 1);    /* a tie with the heuristic */
+    rec_gain(l[1], sizeof l[1], 256, 256, 256, 16, 1, 1, 1.12, 1);   /* a clear win */
+    rec_gain(l[2], sizeof l[2], 16, 4096, 4096, 32, 2, 1, 1.09, 1); /* just short of one */
+    snprintf(text, sizeof text, "%s%s\n%s\n%s\n", header(&test_fp), l[0], l[1], l[2]);
+    tsr_table *t = NULL;
+    ck_assert_msg(parse(text, &t, why, sizeof why) == TSR_OK, "%s", why);
+    tsr_problem p = gemm_problem(512, 512, 512, false, false, TSR_F32, TSR_F32);
+    assert_lookup(t, &p, &fake, TSR_TABLE_EXACT, 8, 1);
+    p = gemm_problem(500, 520, 512, false, false, TSR_F32, TSR_F32); /* nearest 512^3, but from 256^3 */
+    assert_lookup(t, &p, &fake, TSR_TABLE_NEAREST, 16, 1);
+    p = gemm_problem(2048, 2048, 2048, false, false, TSR_F32, TSR_F32); /* 2.4 from 512^3, 3.6 from 256^3 */
+    assert_lookup(t, &p, &fake, TSR_TABLE_MISS, 0, 0);
+    p = gemm_problem(16, 4096, 4096, false, false, TSR_F32, TSR_F32);
+    assert_lookup(t, &p, &fake, TSR_TABLE_EXACT, 32, 2);
+    p = gemm_problem(8, 4096, 4096, false, false, TSR_F32, TSR_F32);
+    assert_lookup(t, &p, &fake, TSR_TABLE_MISS, 0, 0);
+    tsr_table_free(t);
+}
+END_TEST
+
 /* Nearest answers are remembered per thread: the same answers on repeats,
  * past the memo's capacity, and never from a freed table whose address a
  * new one may reuse. */
@@ -1081,6 +1113,7 @@ static Suite *table_suite(void) {
     tcase_add_test(tc, concurrent_writers);
     tcase_add_test(tc, read_only_directory);
     tcase_add_test(tc, nearest_shape);
+    tcase_add_test(tc, nearest_needs_gain);
     tcase_add_test(tc, nearest_memo);
     tcase_add_test(tc, exact_memo);
     tcase_add_test(tc, stale_knobs);
