@@ -810,6 +810,11 @@ static int64_t pick(const int *values, int count, int64_t want) {
     return values[count - 1];
 }
 
+/* Tasks of a split-free run: one per (batch, KV head, block of bq rows). */
+static int64_t blocks_for(const tsr_attention_desc *d, int64_t rows, int64_t bq) {
+    return d->batch * d->heads_kv * ((rows + bq - 1) / bq);
+}
+
 static void flash_default(const tsr_problem *p, const tsr_context *ctx, tsr_schedule *s) {
     const tsr_attention_desc *d = &p->u.attention.d;
     const int64_t group = d->heads_kv > 0 ? d->heads_q / d->heads_kv : 1, rows = group * d->seq_q;
@@ -818,20 +823,23 @@ static void flash_default(const tsr_problem *p, const tsr_context *ctx, tsr_sche
      * the bf16 time at 64 rows; 128 measured 1-5% faster on one Zen 4 core),
      * 64 when that leaves fewer than two blocks per thread. Without a causal
      * mask 256 rows halve the packing again (Zen 5, two threads, head dim
-     * 64-128, 1024-4096 keys: bf16 +3-10%, f32 +1-3%); a causal block runs
-     * every row to its last row's keys, and 256 there lost 5-10% at 1024.
-     * AVX-512 only: the block's buffers (~640 KB at head dim 128) pass
-     * Zen 3's 512 KB L2, where AVX2 has not been measured. */
+     * 64-128, 512-4096 keys, three alternated rounds: f32 -1 to +5%, bf16
+     * -2 to +5%); a causal block runs every row to its last row's keys, and
+     * 256 there lost 5-10% at 1024. AVX-512 only: the block's buffers
+     * (~640 KB at head dim 128) pass Zen 3's 512 KB L2, where AVX2 has not
+     * been measured. */
     const int64_t threads = ctx->num_threads > 0 ? ctx->num_threads : 1;
-    const int64_t big = d->batch * d->heads_kv * ((rows + 127) / 128);
-    const int64_t huge = d->batch * d->heads_kv * ((rows + 255) / 256);
-    const bool wide = VL == 16 && d->causal == TSR_CAUSAL_NONE && d->head_dim <= 128 && huge >= 2 * threads;
+    const bool wide = VL == 16 && d->causal == TSR_CAUSAL_NONE && d->head_dim <= 128 &&
+                      blocks_for(d, rows, 256) >= 2 * threads;
     s->v[K_BLOCK_Q] = (int)pick(block_q_values, BLOCK_Q_COUNT,
-                                rows < 64 ? rows : wide ? 256 : big >= 2 * threads ? 128 : 64);
+                                rows < 64                                  ? rows
+                                : wide                                     ? 256
+                                : blocks_for(d, rows, 128) >= 2 * threads ? 128
+                                                                           : 64);
     /* a packed K^T block of 128 keys (32-64 KB at head_dim 64-128) stays in
      * L2 beside the logits; measured 5-25% over 64 on one Zen 4 core */
     s->v[K_BLOCK_KV] = d->head_dim > 128 ? 64 : 128;
-    const int64_t tasks = d->batch * d->heads_kv * ((rows + s->v[K_BLOCK_Q] - 1) / s->v[K_BLOCK_Q]);
+    const int64_t tasks = blocks_for(d, rows, s->v[K_BLOCK_Q]);
     int split = 1;
     while (split < 16 && tasks * split < 2 * threads && d->seq_kv / (split * 2) >= 256) split *= 2;
     s->v[K_SPLITS] = split;
