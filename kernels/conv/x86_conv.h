@@ -14,9 +14,10 @@
  *    filter row and groups == 1 with dilation_w 1, the S taps of that row are
  *    one contiguous run of S*C values and one micro-kernel call. A 1x1,
  *    stride 1, unpadded, one-group convolution takes pointwise tiles: the
- *    rows of MR consecutive pixels, nothing to place or clip. On AVX2, a
- *    one-group tile runs all its filter rows in assembly (row_tile_panels),
- *    the rows at the image's edges copied with their zeros.
+ *    rows of MR consecutive pixels, nothing to place or clip. A one-group
+ *    f32 tile (on AVX-512 only under 16 channels: the stem) runs all its
+ *    filter rows in one loop (row_tile_panels; in assembly on AVX2), the
+ *    rows at the image's edges copied with their zeros.
  *  - 1x1-GEMM (a tuner's choice): the same 1x1 as the GEMM
  *    [n*h*w, c] x [c, k], handed to tsr_gemm with the epilogue.
  *  - depthwise (groups == c == k): vectorised over channels (contiguous in
@@ -36,7 +37,7 @@
 #include "../../arch/x86_avx2/prefetch.h"
 #if VL == 8 && MR == 6 && NV == 2
 #include "../../arch/x86_avx2/fma_6x16.h"
-#define CONV_FMA_6X16 1 /* pointwise_fast_tile's loop in assembly */
+#define CONV_FMA_6X16 1 /* pointwise_fast_tile's and row_tile_panels' loops in assembly */
 #endif
 #include "../../arch/x86_avx512/vdtype.h"
 #include "layout.h"
@@ -605,9 +606,8 @@ static inline __attribute__((always_inline)) void fast_store(vf acc[MR][NV], flo
         }
 }
 
-#ifdef CONV_FMA_6X16
-/* row_tile_rows' copies of x, floats: a 7x7 stride-2 stem's are 7 x 17 x 3
- * (a row's window) and 6 x 7 x 7 x 3 (a tile's patches) */
+/* row_tile_rows' copies of x, floats: a 7x7 stride-2 stem's are up to 7 x 21 x 3
+ * (a row's window) and 8 x 7 x 7 x 3 (a tile's patches) */
 enum { ROW_WINDOW_FLOATS = 2048 };
 
 /* cols pixels of C channels from column iw of the input row at src (NULL:
@@ -664,11 +664,27 @@ static bool row_tile_rows(const conv_job *j, const tile_geo *t, float *win, row_
     return true;
 }
 
-static void direct_tile_f32(const conv_job *j, const tile_geo *t, int64_t g, int64_t kp);
+static void (*tile_fn(const conv_job *j))(const conv_job *, const tile_geo *, int64_t, int64_t);
+
+/* acc += a whole tile's nr filter rows: row r of pixel i is kc values from
+ * a + r * pitch + i * lda, against kc rows of B from b + r * kc * ldb. */
+static inline __attribute__((always_inline)) void rows_fma(int64_t nr, int64_t kc, const float *a, int64_t lda,
+                                                           int64_t pitch, const float *b, int64_t ldb,
+                                                           vf acc[MR][NV]) {
+#ifdef CONV_FMA_6X16
+    tsr_fma_6x16_rows(nr, kc, a, lda, pitch, b, ldb, acc);
+#else
+    for (int64_t r = 0; r < nr; r++) {
+        const float *rows[MR];
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; i++) rows[i] = a + r * pitch + i * lda;
+        ukr_fma_nv(NV, MR, kc, rows, 1, b + r * kc * ldb, ldb, NULL, true, acc);
+    }
+#endif
+}
 
 /* Tile t by panels p_lo..p_hi of a row_tiles_of job: its A rows found (or
- * copied) once, then each panel's filter rows in assembly
- * (tsr_fma_6x16_rows); under a fast epilogue (fast: res and relu
+ * copied) once, then each panel's filter rows in one loop (rows_fma); under a fast epilogue (fast: res and relu
  * constants) stored as the pointwise tiles store. At the 3-channel stem
  * the general tile had run each filter row through a call of 21 channels
  * and its edge tiles tap by tap, 3 channels a call: 36.9 M instructions a
@@ -680,7 +696,8 @@ static inline __attribute__((always_inline)) void row_tile_panels_as(const conv_
     float win[ROW_WINDOW_FLOATS] __attribute__((aligned(32)));
     row_src src;
     if (t->mr != MR || !row_tile_rows(j, t, win, &src)) {
-        for (int64_t p = p_lo; p < p_hi; p++) direct_tile_f32(j, t, 0, p);
+        void (*const tile)(const conv_job *, const tile_geo *, int64_t, int64_t) = tile_fn(j);
+        for (int64_t p = p_lo; p < p_hi; p++) tile(j, t, 0, p);
         return;
     }
     const int64_t K = j->d->k, ld = j->w_ld, rsc = j->d->r * j->d->s * j->d->c;
@@ -692,7 +709,7 @@ static inline __attribute__((always_inline)) void row_tile_panels_as(const conv_
         vf acc[MR][NV];
         if (fast) fast_start(j, acc, p * NR);
         else tile_start(j, acc, p * NR, nk);
-        tsr_fma_6x16_rows(src.nr, src.kc, src.a, src.lda, src.pitch, b0 + (ld == NR ? p * rsc * NR : p * NR), ld, acc);
+        rows_fma(src.nr, src.kc, src.a, src.lda, src.pitch, b0 + (ld == NR ? p * rsc * NR : p * NR), ld, acc);
         if (fast)
             fast_store(acc, (float *)j->y + t->y[0] + p * NR, res ? j->fe_res + t->y[0] + p * NR : NULL, K, scale, res,
                        relu);
@@ -705,7 +722,6 @@ static void row_tile_panels(const conv_job *j, const tile_geo *t, int64_t p_lo, 
     if (j->fast_epi) FE_DISPATCH(j, row_tile_panels_as, j, t, p_lo, p_hi, true);
     else row_tile_panels_as(j, t, p_lo, p_hi, false, FE_RES_NONE, false);
 }
-#endif
 
 static inline __attribute__((always_inline)) void direct_tile(const conv_job *j, const tile_geo *t, int64_t g,
                                                                int64_t kp, const bool bf, const int mr,
@@ -910,12 +926,10 @@ static inline __attribute__((always_inline)) void pointwise_items(const conv_job
 }
 
 static void pointwise_f32(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_t p_lo, int64_t p_hi, bool po) {
-#ifdef CONV_FMA_6X16
     if (j->pw_fast) {
         FE_DISPATCH(j, pointwise_items, j, t_lo, t_hi, p_lo, p_hi, po, false, true);
         return;
     }
-#endif
     pointwise_items(j, t_lo, t_hi, p_lo, p_hi, po, false, false, FE_RES_NONE, false);
 }
 
@@ -930,12 +944,11 @@ static void pointwise_bf16(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_
 /* Whether j's whole f32 tiles can be stored by fast_store: f32 x, filter,
  * y, bias and residual, K a multiple of NR, y not streamed, and an
  * epilogue of an optional bias, residual and relu (or none) in that order;
- * if so its steps are noted in j's fe_* fields. */
+ * if so its steps are noted in j's fe_* fields. On AVX-512 too (its loop in
+ * C): Zen 5, 2 threads, batch 1, 3 rounds alternated, per call against
+ * oneDNN res3a_br1 0.90x -> 0.98x and res2a_br2c 0.92x -> 0.97x in one A/B,
+ * the 1x1s 0-4% up in a second, none lower past the noise. */
 static bool fast_epilogue_of(conv_job *j) {
-#ifndef CONV_FMA_6X16
-    (void)j;
-    return false; /* measured on AVX2 only */
-#else
     const tsr_conv2d_desc *d = j->d;
     if (j->bf || j->stream_y || d->y_dtype != TSR_F32 || d->k % NR) return false;
     const tsr_epilogue *e = j->epi;
@@ -952,7 +965,6 @@ static bool fast_epilogue_of(conv_job *j) {
         (e->steps[s].activation == TSR_ACT_RELU || e->steps[s].activation == TSR_ACT_NONE))
         j->fe_relu = e->steps[s++].activation == TSR_ACT_RELU;
     return s == e->num_steps;
-#endif
 }
 
 /* Whether j's tiles can take pointwise_fast_tile: a 1x1, unpadded, one
@@ -970,15 +982,15 @@ static bool pointwise_fast_of(const conv_job *j) {
  * only) with fewer than 16 channels. Against the general tiles, in one
  * process (2 threads, packed once, Zen 3): the stem 0.81-0.84x -> 0.92-0.98x
  * oneDNN, 3x3 64 -> 64 at 56x56 3-4% faster, 3x3s of 128-512 channels
- * alike within the noise. */
+ * alike within the noise. On AVX-512 (the loop in C, rows_fma) only under
+ * 16 channels: on Zen 5 (2 threads, batch 1, 3 rounds alternated) the stem
+ * 0.79x -> 0.93x oneDNN (batch 32 0.83x -> 0.97x), while 3x3s of 64-256
+ * channels moved -3..+1% and res5a_br2b lost 10% (its 7-pixel tiles then
+ * fell back to the untrimmed tile; the fallback now takes tile_fn's). */
 static bool row_tiles_of(const conv_job *j) {
-#ifndef CONV_FMA_6X16
-    (void)j;
-    return false; /* measured on AVX2 only */
-#else
     const tsr_conv2d_desc *d = j->d;
+    if (VL == 16 && d->c >= 16) return false;
     return !j->bf && !j->pointwise && d->groups == 1 && d->dilation_w == 1 && (!j->ahead || d->c < 16);
-#endif
 }
 
 /* The tile blocks are one or two more than pxb gives where that makes the
@@ -1052,12 +1064,10 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
         if (s->v[KNOB_ORDER] == 0) {
             for (int64_t t = t_lo; t < t_hi; t++) {
                 tile_at(j, t, &geo);
-#ifdef CONV_FMA_6X16
                 if (j->row_tiles) {
                     row_tile_panels(j, &geo, p_lo, p_hi);
                     continue;
                 }
-#endif
 #ifdef CONV_BF16
                 if (j->stem) {
                     stem_tile_panels(j, &geo, p_lo, p_hi);
@@ -1070,12 +1080,10 @@ static void direct_run(const conv_job *j, const tsr_schedule *s) {
             for (int64_t p = p_lo; p < p_hi; p++)
                 for (int64_t t = t_lo; t < t_hi; t++) {
                     tile_at(j, t, &geo);
-#ifdef CONV_FMA_6X16
                     if (j->row_tiles) {
                         row_tile_panels(j, &geo, p, p + 1);
                         continue;
                     }
-#endif
 #ifdef CONV_BF16
                     if (j->stem) {
                         stem_tile_panels(j, &geo, p, p + 1);
