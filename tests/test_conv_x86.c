@@ -226,7 +226,7 @@ static const conv_case cases[] = {
     {1, 13, 6, 9, 24, 3, 5, 1, 1, 1, 1, 2, 2, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     {1, 3, 15, 6, 16, 13, 1, 1, 1, 6, 6, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OIHW, TSR_BF16, TSR_BF16, EPI_BIAS, 0},
     {1, 5, 8, 12, 16, 3, 3, 1, 1, 2, 2, 2, 2, 1, 2, 1, TSR_NHWC, TSR_FILTER_OHWI, TSR_BF16, TSR_F32, EPI_RES, 0},
-    /* f32 1x1 on whole panels (AVX2: pointwise_fast_tile, its k loop in
+    /* f32 1x1 on whole panels (pointwise_fast_tile; on AVX2 its k loop in
      * assembly four channels a round): channels a round and a remainder
      * (37, 130), a remainder alone (3), whole rounds (64, 8); tiles of 6
      * and 5 pixels (70, 49); each epilogue it specialises (bias, scaled
@@ -246,7 +246,8 @@ static const conv_case cases[] = {
     {2, 13, 9, 17, 32, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_ALL, TSR_ACT_RELU},
     {1, 40, 8, 23, 16, 1, 1, 3, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_OHWI, F32, EPI_RES_INPLACE, 0},
     {1, 64, 14, 14, 48, 1, 1, 2, 2, 0, 0, 0, 0, 1, 1, 1, TSR_NHWC, TSR_FILTER_HWIO, F32, EPI_BIAS_ACT, TSR_ACT_RELU},
-    /* AVX2 row tiles (all filter rows in assembly): a 3-channel 7x7 stride-2
+    /* row tiles (all filter rows in one loop: assembly on AVX2, C on AVX-512
+     * where the input has under 16 channels): a 3-channel 7x7 stride-2
      * stem whose 7-wide rows put tiles across output rows and images (each
      * pixel's patch copied), edge windows; dilation_h 2 with pads past it;
      * windows too large for the copy (11-wide stride 4, the general tile)

@@ -947,7 +947,7 @@ static void pointwise_bf16(const conv_job *j, int64_t t_lo, int64_t t_hi, int64_
  * if so its steps are noted in j's fe_* fields. On AVX-512 too (its loop in
  * C): Zen 5, 2 threads, batch 1, 3 rounds alternated, per call against
  * oneDNN res3a_br1 0.90x -> 0.98x and res2a_br2c 0.92x -> 0.97x in one A/B,
- * the 1x1s 0-4% up in a second, none lower past the noise. */
+ * the 1x1s -2..+8% (most +1-4%) in a second. */
 static bool fast_epilogue_of(conv_job *j) {
     const tsr_conv2d_desc *d = j->d;
     if (j->bf || j->stream_y || d->y_dtype != TSR_F32 || d->k % NR) return false;
