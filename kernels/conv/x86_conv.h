@@ -684,8 +684,9 @@ static inline __attribute__((always_inline)) void rows_fma(int64_t nr, int64_t k
 }
 
 /* Tile t by panels p_lo..p_hi of a row_tiles_of job: its A rows found (or
- * copied) once, then each panel's filter rows in one loop (rows_fma); under a fast epilogue (fast: res and relu
- * constants) stored as the pointwise tiles store. At the 3-channel stem
+ * copied) once, then each panel's filter rows in one loop (rows_fma);
+ * under a fast epilogue (fast: res and relu constants) stored as the
+ * pointwise tiles store. At the 3-channel stem (AVX2)
  * the general tile had run each filter row through a call of 21 channels
  * and its edge tiles tap by tap, 3 channels a call: 36.9 M instructions a
  * call, 29.7 M here with the general epilogue, 29.3 M with the fast one,
