@@ -990,8 +990,7 @@ static bool pointwise_fast_of(const conv_job *j) {
  * fell back to the untrimmed tile; the fallback now takes tile_fn's). */
 static bool row_tiles_of(const conv_job *j) {
     const tsr_conv2d_desc *d = j->d;
-    if (VL == 16 && d->c >= 16) return false;
-    return !j->bf && !j->pointwise && d->groups == 1 && d->dilation_w == 1 && (!j->ahead || d->c < 16);
+    return !j->bf && !j->pointwise && d->groups == 1 && d->dilation_w == 1 && (d->c < 16 || (VL == 8 && !j->ahead));
 }
 
 /* The tile blocks are one or two more than pxb gives where that makes the
