@@ -305,6 +305,7 @@ START_TEST(int8_kernels) {
             {1, 1, 1, 0, 0, 1, 0, 1, 0},
             {5, 17, 130, 0, 1, 1, 0, 1, 0},          /* k % 4 = 2, dot path */
             {1, 37, 300, 0, 1, 1, 1, 1, 0},          /* decode: the 1 x 8 dot tile, a column tail of 5 */
+            {1, 4100, 4096, 0, 1, 1, 1, 1, 0},      /* decode, B past 16 MiB: next tiles fetched, to a ragged last */
             {9, 49, 257, 0, 0, 1, 1, 1, 0},          /* MR+1, NR+1, kc+1 */
             {49, 1009, 515, 1, 1, 1, 0, 1, 0},       /* mc+1, nc+1, 2*kc+3 */
             {16, 100, 1027, 1, 1, 1, 1, 1, 0},       /* dot path with A stored k x m */

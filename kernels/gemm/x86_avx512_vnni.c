@@ -115,6 +115,7 @@ typedef struct job {
     const int8_t *a_rows; /* dot path: op(A) row-major, a_ld apart */
     int64_t a_ld;
     bool packs_a; /* packed path: A packed, else read in place (can_skip_pack_a) */
+    bool fetch_b; /* dot path, one row: B past the caches, each tile's rows fetched into L2 by the one before */
 } job;
 
 static inline int8_t a_at(const job *j, int64_t i, int64_t p) {
@@ -349,16 +350,29 @@ static int32_t hsum(__m512i v) { return _mm512_reduce_add_epi32(v); }
 
 enum { DOT_MAX_ROWS = 4, DOT_MAX_COLS = 8 };
 
+/* A single row against B stored n x k (decode) reads B once, from memory
+ * past the L3: each row of B is a stream of its own, a new page every
+ * 4 KiB at K = 4096, and the hardware prefetchers start over on each. The
+ * next tile's eight rows are fetched into L2 as the tile runs. Zen 5, two
+ * threads, 4 rounds alternated against oneDNN: Llama's 11008 and 14336 x
+ * 4096 layers (45-59 MB) 0.69-0.76x -> 0.88-0.98x (into L1, one run:
+ * 0.92-1.04x; NTA, 4 rounds: 0.80-1.04x). Only past 16 MiB (vf_streams'
+ * bound): 4096 x 4096 (16 MiB, in L3) read 0.90x -> 0.80x with the fetch
+ * in one A/B, though it moved 0.97x -> 0.87x in another without it. */
+enum { DOT_FETCH_BYTES = 16 << 20 };
+
 /* Rows [i0, i0+mr) x columns [j0, j0+nr) of C for B stored n x k: an R x CC
  * tile (constants after inlining) of rows of op(A) (row-major in j->a_rows,
  * as a + 128) against rows of B, 64 k a step, masked tail. */
 static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t i0, int mr, int64_t j0, int nr,
-                                                           const int R, const int CC) {
+                                                           int64_t jhi, const int R, const int CC, const bool fetch) {
     const tsr_gemm_desc *d = j->d;
     const int64_t K = d->k;
     const __m512i bias = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8(1);
     const int8_t *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
     for (int c = 0; c < CC; c++) brow[c] = j->b + (j0 + (c < nr ? c : 0)) * d->ldb;
+    const int8_t *bnext[DOT_MAX_COLS]; /* the next tile's rows (fetch) */
+    for (int c = 0; c < CC; c++) bnext[c] = j->b + (j0 + CC + c < jhi ? j0 + CC + c : jhi - 1) * d->ldb;
     for (int r = 0; r < R; r++) arow[r] = j->a_rows + (i0 + (r < mr ? r : 0)) * j->a_ld;
     __m512i acc[DOT_MAX_ROWS][DOT_MAX_COLS], sum[DOT_MAX_COLS];
     for (int c = 0; c < CC; c++) {
@@ -371,6 +385,7 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
         for (int c = 0; c < CC; c++) {
             b[c] = _mm512_maskz_loadu_epi8(m, brow[c] + p);
             sum[c] = dpbusd(sum[c], ones, b[c]);
+            if (fetch) _mm_prefetch(bnext[c] + p, _MM_HINT_T1);
         }
         for (int r = 0; r < R; r++) {
             /* padding lanes: a + 128 over b = 0 adds nothing */
@@ -400,12 +415,16 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
 static void dot_columns(const job *j, int64_t jlo, int64_t jhi) {
     const int64_t M = j->d->m;
     if (M == 1) {
-        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) dot_tile(j, 0, 1, j0, (int)(jhi - j0 < 8 ? jhi - j0 : 8), 1, 8);
+        for (int64_t j0 = jlo; j0 < jhi; j0 += 8) {
+            const int nr = (int)(jhi - j0 < 8 ? jhi - j0 : 8);
+            if (j->fetch_b) dot_tile(j, 0, 1, j0, nr, jhi, 1, 8, true);
+            else dot_tile(j, 0, 1, j0, nr, jhi, 1, 8, false);
+        }
         return;
     }
     for (int64_t j0 = jlo; j0 < jhi; j0 += 4)
         for (int64_t i0 = 0; i0 < M; i0 += 4)
-            dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 4 ? jhi - j0 : 4), 4, 4);
+            dot_tile(j, i0, (int)(M - i0 < 4 ? M - i0 : 4), j0, (int)(jhi - j0 < 4 ? jhi - j0 : 4), jhi, 4, 4, false);
 }
 
 /* One matrix by a team: B panels of the (jc, pc) block and A panels (or
@@ -584,7 +603,8 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int 
                          int64_t kc, int64_t nc, char *buf, size_t abuf, size_t bbuf, int split, int tid, int nth) {
     for (int64_t bt = 0; bt < d->batch; bt++) {
         job j = {d, (const int8_t *)g->a + bt * d->stride_a, (const int8_t *)g->b + bt * d->stride_b,
-                 (int32_t *)g->c + bt * d->stride_c, mc, kc, nc, NULL, d->lda, packs_a};
+                 (int32_t *)g->c + bt * d->stride_c, mc, kc, nc, NULL, d->lda, packs_a,
+                 d->m == 1 && d->n * d->ldb > DOT_FETCH_BYTES};
         j.a_rows = j.a;
         if (d->k == 0) {
             if (tid == 0) tsr_i8_scale_only(d, j.c);
