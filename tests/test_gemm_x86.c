@@ -145,6 +145,11 @@ START_TEST(blocks_schedules_threads) {
              * 18; 5 rows of A stored k x m (816-column chunks), 301 k */
             {16, 4500, 530, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
             {5, 3000, 301, 1, 0, 1, 3, TSR_F32, 1, 0, 2, 0},
+            /* f32 B past 16 MiB (16.9 MB) read in place by 13 rows: the
+             * micro-kernel (AVX-512; or packed) or streamed rows (AVX2:
+             * 304-column chunks, 2050 columns a thread at two, a block of
+             * 7 chunks the last ragged; K blocks of 256 and a 6) */
+            {13, 4100, 1030, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
             /* f16/bf16 B read in place by the f32 kernels' dot and stream
              * paths, widened in registers: k tails past whole bf16 pairs of
              * vectors (1001 % 16, all of K under one step), a narrow C */
@@ -179,7 +184,8 @@ START_TEST(blocks_schedules_threads) {
         /* the heuristic's schedule on skinny and square shapes */
         const xcase dflt[] = {{1, 333, 517, 0, 0, 0, 4, TSR_F32, 1, 0, 1, 0}, {16, 4100, 64, 0, 0, 0, 2, TSR_F32, 1, 1, 1, 0},
                               {200, 190, 300, 1, 1, 0, 1, TSR_F32, 1, 0, 1, 0}, {1, 333, 517, 0, 1, 0, 2, TSR_BF16, 1, 0, 1, 1},
-                              {16, 70, 260, 0, 1, 0, 1, TSR_F16, 1, 0.5f, 1, 0}, {3, 500, 90, 0, 0, 0, 3, TSR_BF16, 1, 0, 1, 0}};
+                              {16, 70, 260, 0, 1, 0, 1, TSR_F16, 1, 0.5f, 1, 0}, {3, 500, 90, 0, 0, 0, 3, TSR_BF16, 1, 0, 1, 0},
+                              {9, 4100, 1030, 0, 0, 0, 1, TSR_F32, 1, 0, 1, 0}};
         for (size_t ci = 0; ci < sizeof dflt / sizeof dflt[0]; ci++) {
             tsr_problem p;
             memset(&p, 0, sizeof p);
