@@ -371,8 +371,9 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
     const __m512i bias = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8(1);
     const int8_t *brow[DOT_MAX_COLS], *arow[DOT_MAX_ROWS];
     for (int c = 0; c < CC; c++) brow[c] = j->b + (j0 + (c < nr ? c : 0)) * d->ldb;
-    const int8_t *bnext[DOT_MAX_COLS]; /* the next tile's rows (fetch) */
-    for (int c = 0; c < CC; c++) bnext[c] = j->b + (j0 + CC + c < jhi ? j0 + CC + c : jhi - 1) * d->ldb;
+    const int8_t *bnext[DOT_MAX_COLS]; /* the next tile's rows, the last row past jhi's end */
+    if (fetch)
+        for (int c = 0; c < CC; c++) bnext[c] = j->b + (j0 + CC + c < jhi ? j0 + CC + c : jhi - 1) * d->ldb;
     for (int r = 0; r < R; r++) arow[r] = j->a_rows + (i0 + (r < mr ? r : 0)) * j->a_ld;
     __m512i acc[DOT_MAX_ROWS][DOT_MAX_COLS], sum[DOT_MAX_COLS];
     for (int c = 0; c < CC; c++) {
@@ -385,7 +386,7 @@ static inline __attribute__((always_inline)) void dot_tile(const job *j, int64_t
         for (int c = 0; c < CC; c++) {
             b[c] = _mm512_maskz_loadu_epi8(m, brow[c] + p);
             sum[c] = dpbusd(sum[c], ones, b[c]);
-            if (fetch) _mm_prefetch(bnext[c] + p, _MM_HINT_T1);
+            if (fetch) tsr_prefetch_l2(bnext[c] + p);
         }
         for (int r = 0; r < R; r++) {
             /* padding lanes: a + 128 over b = 0 adds nothing */
