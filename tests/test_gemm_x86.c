@@ -171,6 +171,12 @@ START_TEST(blocks_schedules_threads) {
             {96, 40, 200, 0, 0, 0, 3, TSR_F32, 1, 0, 1, 1},
             /* past 256^3: with rows_outer each thread owns a share, else the team shares buffers */
             {260, 257, 263, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
+            /* a last panel of one vector or less takes columns from the one
+             * before (tsr_panel_cols): shares of 64 columns split by vectors
+             * (48 + 16 -> 32 + 32); 100 columns (48 + 48 + 4 -> 48 + 32 + 20)
+             * with tiles split by their vectors in a team */
+            {30, 128, 70, 0, 1, 0, 2, TSR_F32, 1, 0.5f, 1, 0},
+            {9, 100, 700, 0, 0, 0, 1, TSR_F32, 1, 0, 2, 0},
         };
         for (size_t si = 0; si < sizeof scheds / sizeof scheds[0]; si++)
             for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
@@ -330,6 +336,8 @@ START_TEST(int8_kernels) {
             {64, 40, 600, 0, 0, 1, 1, 1, 0},         /* rows, beta 1 */
             {64, 40, 600, 1, 0, 1, 0, 3, 0},         /* rows, A stored k x m, batch */
             {48, 40, 400, 1, 1, 0.5f, -2, 1, 0},     /* rows, alpha/beta rounded */
+            {30, 128, 300, 0, 0, 1, 1, 2, 0},        /* columns by vectors: 64 each, 48 + 16 -> 32 + 32 */
+            {9, 100, 700, 0, 1, 1, 0, 1, 0},         /* a team: 48 + 48 + 4 -> 48 + 32 + 20, tiles split by vectors */
             /* the stream path (M <= 16, row-major B): k % 4 = 2, a ragged group of 64 columns */
             {4, 200, 130, 0, 0, 1, 0, 1, 0},
             {3, 1100, 77, 1, 0, 1, 1, 3, 0},         /* A stored k x m, three 512-column chunks, beta 1, batch */

@@ -38,6 +38,8 @@
 #define MR 8
 #define NV 3
 #define NR (NV * 16)
+/* columns a team's shares come in: vectors, as x86_blis.h's COL_UNIT */
+#define COL_UNIT 16
 #define FEATURES (TSR_CPU_AVX512F | TSR_CPU_AVX512BW | TSR_CPU_AVX512VL | TSR_CPU_AVX512VNNI)
 
 static const int nc_values[] = {1008, 2016, 4032};
@@ -448,8 +450,9 @@ static void gemm_one(const job *j, int8_t *ap, uint8_t *bp, int tid, int nth) {
         for (int64_t pc = 0; pc < K; pc += kcb) {
             const int64_t kcur = K - pc < kcb ? K - pc : kcb, kc4 = (kcur + 3) / 4 * 4;
             for (int64_t jr = npanels * tid / nth; jr < npanels * (tid + 1) / nth; jr++) {
-                int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
-                pack_b(j, pc, kcur, kc4, jc + jr * NR, nr, bp + (size_t)jr * bpanel);
+                int64_t nr;
+                const int64_t j0 = jc + tsr_panel_cols(ncur, NV, 16, jr, &nr);
+                pack_b(j, pc, kcur, kc4, j0, nr, bp + (size_t)jr * bpanel);
             }
             tsr_team_barrier(nth);
             for (int64_t ic = 0; ic < M; ic += j->mc) {
@@ -464,15 +467,16 @@ static void gemm_one(const job *j, int8_t *ap, uint8_t *bp, int tid, int nth) {
                               t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, 16, false, tid + 1, nth);
                 for (int64_t t = t_lo; t < t_hi; t++) {
                     const int64_t jr = t / mpanels, ir = t % mpanels;
-                    const int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
+                    int64_t nr;
+                    const int64_t j0 = jc + tsr_panel_cols(ncur, NV, 16, jr, &nr);
                     const int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
-                    tsr_prefetch_tile((const char *)(j->c + (ic + ir * MR) * d->ldc + jc + jr * NR), d->ldc * 4, mr, nr * 4);
+                    tsr_prefetch_tile((const char *)(j->c + (ic + ir * MR) * d->ldc + j0), d->ldc * 4, mr, nr * 4);
                     if (in_place)
                         tile(j, kc4 / 4, j->a + (ic + ir * MR) * d->lda + pc, d->lda, 4, negsum + ir * MR,
-                             bp + (size_t)jr * bpanel, ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
+                             bp + (size_t)jr * bpanel, ic + ir * MR, mr, j0, nr, pc == 0);
                     else
                         tile(j, kc4 / 4, ap + ir * MR * kc4, 4, MR * 4, negsum + ir * MR, bp + (size_t)jr * bpanel,
-                             ic + ir * MR, mr, jc + jr * NR, nr, pc == 0);
+                             ic + ir * MR, mr, j0, nr, pc == 0);
                 }
                 /* before the buffers are repacked; after the last block the
                  * caller's barrier (or the team's end) does it */
@@ -630,7 +634,7 @@ static void run_matrices(const tsr_gemm_desc *d, const tsr_gemm_problem *g, int 
         } else if (split != TSR_SPLIT_NONE) { /* columns or rows [lo, hi) as a matrix of their own */
             const bool cols = split == TSR_SPLIT_COLUMNS;
             int64_t lo, hi;
-            tsr_split_range(cols ? d->n : d->m, cols ? NR : MR, tid, nth, &lo, &hi);
+            tsr_split_range(cols ? d->n : d->m, cols ? COL_UNIT : MR, tid, nth, &lo, &hi);
             tsr_gemm_desc share = *d;
             job js = j;
             js.d = &share;
@@ -658,10 +662,10 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int64_t nc = ((d->n < s->v[KNOB_NC] ? d->n : s->v[KNOB_NC]) + NR - 1) / NR * NR;
     const int64_t mc = ((d->m < s->v[KNOB_MC] ? d->m : s->v[KNOB_MC]) + MR - 1) / MR * MR;
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 1e6);
-    const int split = path == PATH_PACKED ? tsr_split_of(d->m, d->n, MR, NR, nt) : TSR_SPLIT_NONE;
-    /* the rows and columns one buffer holds */
+    const int split = path == PATH_PACKED ? tsr_split_of(d->m, d->n, MR, COL_UNIT, nt) : TSR_SPLIT_NONE;
+    /* the rows and columns (whole panels) one buffer holds */
     const int64_t mcb = tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt),
-                  ncb = tsr_split_share(d->n, nc, NR, split == TSR_SPLIT_COLUMNS, nt);
+                  ncb = (tsr_split_share(d->n, nc, COL_UNIT, split == TSR_SPLIT_COLUMNS, nt) + NR - 1) / NR * NR;
     /* A: mc rows of kc bytes and their negsums (gemm_one); B: panels of kc x NR */
     const size_t abuf = (size_t)(mcb * kc + mcb * 4), bbuf = (size_t)(ncb / NR) * (size_t)(kc * NR);
     /* dot path: op(A) stored k x m is copied row-major once per matrix */

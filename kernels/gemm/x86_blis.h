@@ -1025,8 +1025,9 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
             const bool packs_b = j->pack_b || ncur % NR % VL;
             const bool done = jc + ncur == N && last && j->batch_index == d->batch - 1; /* nothing is packed after */
             for (int64_t jr = npanels * tid / nth; packs_b && jr < npanels * (tid + 1) / nth; jr++) {
-                int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
-                if (j->pack_b || nr % VL) pack_b(j, pc, kcur, jc + jr * NR, nr, bp + jr * NR * kcur);
+                int64_t nr;
+                const int64_t j0 = jc + tsr_panel_cols(ncur, NV, VL, jr, &nr);
+                if (j->pack_b || nr % VL) pack_b(j, pc, kcur, j0, nr, bp + jr * NR * kcur);
             }
             if (packs_b) tsr_team_barrier(nth);
             for (int64_t ic = 0; ic < M; ic += j->mc) {
@@ -1048,16 +1049,16 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                               t_hi = tsr_tile_split(ncur, npanels, mpanels, NR, VL, rows, tid + 1, nth);
                 for (int64_t t = t_lo; t < t_hi; t++) {
                     const int64_t jr = rows ? t % npanels : t / mpanels, ir = rows ? t / npanels : t % mpanels;
-                    int64_t nr = ncur - jr * NR < NR ? ncur - jr * NR : NR;
-                    int64_t mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
+                    int64_t nr, mr = mcur - ir * MR < MR ? mcur - ir * MR : MR;
+                    const int64_t j0 = jc + tsr_panel_cols(ncur, NV, VL, jr, &nr);
                     if (prefetch_c)
-                        tsr_prefetch_tile(j->cn + ((ic + ir * MR) * d->ldc + jc + jr * NR) * es, d->ldc * es, mr, nr * es);
+                        tsr_prefetch_tile(j->cn + ((ic + ir * MR) * d->ldc + j0) * es, d->ldc * es, mr, nr * es);
                     const bool packed = j->pack_b || nr % VL;
                     const float *a = j->pack_a ? ap + ir * MR * kcur
                                                : (const float *)(j->a + ((ic + ir * MR) * d->lda + pc) * A_ELEM);
                     tile(j, kcur, a, j->pack_a ? A_WORD : d->lda, j->pack_a ? MR * A_WORD : A_WORD,
-                         packed ? bp + jr * NR * kcur : (const float *)j->b + pc * d->ldb + jc + jr * NR,
-                         packed ? NR : d->ldb, ic + ir * MR, mr, jc + jr * NR, nr, first, last);
+                         packed ? bp + jr * NR * kcur : (const float *)j->b + pc * d->ldb + j0,
+                         packed ? NR : d->ldb, ic + ir * MR, mr, j0, nr, first, last);
                 }
                 /* the next ic block repacks the shared A buffer; after the
                  * last block of the last matrix the team's end waits */
@@ -1120,6 +1121,12 @@ static tsr_gemm_problem share_of(const tsr_gemm_problem *g, bool cols, int64_t l
     return s;
 }
 
+/* Columns a team's shares come in: vectors where a narrow last panel
+ * takes columns from the one before (tsr_panel_cols), so that 256 columns
+ * split 128 + 128 rather than 144 + 112 (or all of B packed by each thread
+ * of a split by rows); whole panels otherwise. */
+#define COL_UNIT (NV >= 3 ? VL : NR)
+
 static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_schedule *s) {
     const tsr_gemm_problem *g = &p->u.gemm;
     const tsr_gemm_desc *d = &g->d;
@@ -1157,11 +1164,11 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
      * the same; at 512^3-1024^3 and 512-1024 x 4096 x 4096 with column
      * panels outermost the split measured the same or 1-5% slower). */
     const int split = (small || base.rows_outer) && !per_matrix && goto_loops(d, base.pack_b)
-                          ? tsr_split_of(d->m, d->n, MR, NR, nt)
+                          ? tsr_split_of(d->m, d->n, MR, COL_UNIT, nt)
                           : TSR_SPLIT_NONE;
-    /* the rows and columns one thread's buffers hold */
+    /* the rows and columns one thread's buffers hold (whole B panels) */
     size_t abuf = (size_t)(tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt) * kc),
-           bbuf = (size_t)(tsr_split_share(d->n, nc, NR, split == TSR_SPLIT_COLUMNS, nt) * kc);
+           bbuf = (size_t)((tsr_split_share(d->n, nc, COL_UNIT, split == TSR_SPLIT_COLUMNS, nt) + NR - 1) / NR * NR * kc);
 #ifdef GEMM_BF16_DOT
     if (!base.pack_b) { /* the stream path's region in place of the A panels, per team; widen_rows needs none */
         abuf = widens_one_row(d, false) ? 0 : (stream_region_bytes(d, per_matrix ? 1 : nt) + sizeof(float) - 1) / sizeof(float);
@@ -1193,7 +1200,7 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
         if (split != TSR_SPLIT_NONE && nth == nt) { /* each thread owns its share of every matrix */
             const bool cols = split == TSR_SPLIT_COLUMNS;
             int64_t lo, hi;
-            tsr_split_range(cols ? d->n : d->m, cols ? NR : MR, tid, nth, &lo, &hi);
+            tsr_split_range(cols ? d->n : d->m, cols ? COL_UNIT : MR, tid, nth, &lo, &hi);
             const tsr_gemm_problem gs = share_of(g, cols, lo, hi);
             job bs = base;
             bs.g = &gs;

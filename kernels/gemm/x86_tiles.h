@@ -11,25 +11,62 @@
 
 #include "../../arch/x86_avx2/prefetch.h"
 
+/* Column panel jr of a block of ncur columns cut into panels of nv vectors
+ * of vl lanes: its first column (from the block's) and *width. A last panel
+ * of one vector or less would run tiles of a single vector: MR chains, too
+ * few to cover the multiply-add latency, and a broadcast per instruction
+ * (bf16 8 x 16 tiles ran ~55% of the vdpbf16ps rate, 16 of 48 columns at N
+ * = 256, 1024 and 4096). From three vectors on it takes columns of the
+ * panel before it, two vectors then the rest (48 + 16 -> 32 + 32). */
+static inline int64_t tsr_panel_cols(int64_t ncur, int64_t nv, int64_t vl, int64_t jr, int64_t *width) {
+    const int64_t nr = nv * vl, npanels = (ncur + nr - 1) / nr, last = ncur - (npanels - 1) * nr;
+    if (nv >= 3 && npanels >= 2 && last <= vl && jr >= npanels - 2) {
+        *width = jr == npanels - 1 ? nr - 2 * vl + last : 2 * vl;
+        return (npanels - 2) * nr + (jr == npanels - 1 ? 2 * vl : 0);
+    }
+    *width = ncur - jr * nr < nr ? ncur - jr * nr : nr;
+    return jr * nr;
+}
+
+/* The vectors panel jr computes (tsr_panel_cols). */
+static inline int64_t tsr_panel_vectors(int64_t ncur, int64_t nv, int64_t vl, int64_t jr) {
+    int64_t w;
+    tsr_panel_cols(ncur, nv, vl, jr, &w);
+    return (w + vl - 1) / vl;
+}
+
+/* The fewest leading panels of a row (tsr_panel_cols) whose vectors reach want. */
+static inline int64_t tsr_panels_reaching(int64_t ncur, int64_t npanels, int64_t nv, int64_t vl, int64_t want) {
+    int64_t jr = 0;
+    for (int64_t sum = 0; jr < npanels && sum < want; jr++) sum += tsr_panel_vectors(ncur, nv, vl, jr);
+    return jr;
+}
+
 /* Where thread tid's contiguous range of the npanels x mpanels tiles
- * starts (nr columns of vl lanes each; column panels outermost, or with
- * rows_outer row panels), weighing each tile by the vectors it computes:
- * the last panel of ncur columns may be narrow (16 of 48 at N = 256), and
- * equal tile counts left one core idle for up to a tenth of the call (f32
- * 256^3 on 2 threads: 195 -> 215 GFLOP/s). */
+ * starts (panels of nr columns of vl lanes, tsr_panel_cols; column panels
+ * outermost, or with rows_outer row panels), weighing each tile by the
+ * vectors it computes: equal tile counts left one core idle for up to a
+ * tenth of the call where the last panel is narrow (f32 256^3 on 2
+ * threads: 195 -> 215 GFLOP/s). */
 static inline int64_t tsr_tile_split(int64_t ncur, int64_t npanels, int64_t mpanels, int64_t nr, int64_t vl,
                                      bool rows_outer, int tid, int nth) {
     const int64_t tiles = npanels * mpanels, nv = nr / vl;
     if (tid >= nth) return tiles;
-    const int64_t last_nv = (ncur - (npanels - 1) * nr + vl - 1) / vl; /* 1..nv */
+    const int64_t row = (npanels - 1) * nv + (ncur - (npanels - 1) * nr + vl - 1) / vl; /* vectors of a row panel */
+    const int64_t target = row * mpanels * tid / nth;
     if (rows_outer) { /* every row panel weighs the same: whole ones, then tiles of the next */
-        const int64_t row = (npanels - 1) * nv + last_nv, target = row * mpanels * tid / nth;
-        const int64_t r = target / row, rest = target - r * row;
-        return r * npanels + (rest <= (npanels - 1) * nv ? (rest + nv - 1) / nv : npanels);
+        const int64_t r = target / row;
+        return r * npanels + tsr_panels_reaching(ncur, npanels, nv, vl, target - r * row);
     }
-    const int64_t full = (npanels - 1) * mpanels, total = full * nv + mpanels * last_nv;
-    const int64_t target = total * tid / nth;
-    return target <= full * nv ? (target + nv - 1) / nv : full + (target - full * nv + last_nv - 1) / last_nv;
+    int64_t done = 0, jr = 0;
+    for (; jr < npanels; jr++) {
+        const int64_t w = tsr_panel_vectors(ncur, nv, vl, jr) * mpanels;
+        if (done + w >= target) break;
+        done += w;
+    }
+    if (jr == npanels) return tiles;
+    const int64_t per = tsr_panel_vectors(ncur, nv, vl, jr);
+    return jr * mpanels + (target - done + per - 1) / per;
 }
 
 /* How a team of nt splits a packed GEMM of m x n (micro-tiles mr x nr):
@@ -38,12 +75,16 @@ static inline int64_t tsr_tile_split(int64_t ncur, int64_t npanels, int64_t mpan
  * matrix. The team's barriers cost 0.5-1.2 us each on this VM, and a vCPU
  * preempted at one stalls both (int8, two threads, 192^3: 485 GOP/s best,
  * 384 mean, against 390 on one). A is then packed once per thread, 1/(n/nt)
- * of the multiply-adds. The shares must come out even (64 columns are
- * not: 48 + 16); failing that, row panels split the same way (each thread
- * packing all of B); failing both, the team shares its buffers. Rows also
- * win where their shares are evener by a twentieth: 256 columns split
- * 144 + 112, and the thread with 144 set the time (Zen 4, two threads,
- * 256^3: f32 0.89-0.91x oneDNN, bf16 0.81x, int8 0.85x). */
+ * of the multiply-adds. Columns come in units of nr: whole panels, or
+ * vectors where a narrow last panel shares the one before's columns
+ * (tsr_panel_cols; 256 columns then split 128 + 128, where panels of 48
+ * split 144 + 112 and the thread with 144 set the time: Zen 4, 256^3, f32
+ * 0.89-0.91x oneDNN, bf16 0.81x, int8 0.85x). The shares must come out
+ * even; failing that, row panels split the same way (each thread packing
+ * all of B); failing both, the team shares its buffers. Rows also win
+ * where their shares are evener by a twentieth. Zen 5, two threads, 256^3
+ * split by rows -> by vectors of columns (medians of interleaved runs):
+ * bf16 790 -> 828 GFLOP/s, int8 1392 -> 1515 GOP/s. */
 enum { TSR_SPLIT_NONE, TSR_SPLIT_COLUMNS, TSR_SPLIT_ROWS };
 
 /* Thread tid's share [*lo, *hi) of ext in units of unit, among nth. */
