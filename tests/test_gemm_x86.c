@@ -191,7 +191,11 @@ START_TEST(blocks_schedules_threads) {
         const xcase dflt[] = {{1, 333, 517, 0, 0, 0, 4, TSR_F32, 1, 0, 1, 0}, {16, 4100, 64, 0, 0, 0, 2, TSR_F32, 1, 1, 1, 0},
                               {200, 190, 300, 1, 1, 0, 1, TSR_F32, 1, 0, 1, 0}, {1, 333, 517, 0, 1, 0, 2, TSR_BF16, 1, 0, 1, 1},
                               {16, 70, 260, 0, 1, 0, 1, TSR_F16, 1, 0.5f, 1, 0}, {3, 500, 90, 0, 0, 0, 3, TSR_BF16, 1, 0, 1, 0},
-                              {9, 4100, 1030, 0, 0, 0, 1, TSR_F32, 1, 0, 1, 0}};
+                              {9, 4100, 1030, 0, 0, 0, 1, TSR_F32, 1, 0, 1, 0},
+                              /* packed B past 16 MiB (f32 34 MB, bf16 17 MB): the next block's
+                               * B fetched during the tiles, over K blocks and into the second
+                               * column block */
+                              {40, 4100, 2100, 0, 0, 0, 2, TSR_F32, 1, 0.5f, 1, 0}};
         for (size_t ci = 0; ci < sizeof dflt / sizeof dflt[0]; ci++) {
             tsr_problem p;
             memset(&p, 0, sizeof p);

@@ -222,6 +222,7 @@ typedef struct job {
     int64_t mc, kc, nc;
     bool pack_a, pack_b;
     bool rows_outer; /* a block's tiles row panel by row panel: see blis_default */
+    bool fetch_b;    /* B past the caches: the next block's source fetched during the tiles (fetch_b_part) */
     bool plain_epilogue; /* ukr_epilogue_plain can run it: tiles still stored from registers */
     const ukr_ahead *ahead; /* B read in place is larger than L2: its rows are fetched this far ahead */
     const float *a_wide;    /* the dot path's f16/bf16 A widened once (dot_widen_a), or NULL */
@@ -951,6 +952,24 @@ static void column_share(int64_t N, int tid, int nth, int64_t *lo, int64_t *hi) 
 
 /* One matrix, by a team of nth threads (tid in it), with shared buffers
  * ap (MC x KC) and bp (KC x NC), both packed. */
+/* Part part of parts of what packing panel jr of the block (p0, jc: kc k,
+ * ncur columns) will read of B, fetched into L2: issued between the last
+ * row block's tiles, so that B's read from memory overlaps the tiles rather
+ * than stalling the team's packing after them (lines that L2 cannot keep
+ * until then fall to L3, which AMD fills from L2's evictions). */
+static void fetch_b_part(const job *j, int64_t p0, int64_t kc, int64_t jc, int64_t ncur, int64_t jr, int64_t part,
+                         int64_t parts) {
+    const tsr_gemm_desc *d = &j->g->d;
+    const int64_t es = (int64_t)tsr_dtype_size(d->b_dtype);
+    int64_t nr;
+    const int64_t j0 = jc + tsr_panel_cols(ncur, NV, VL, jr, &nr);
+    const int64_t rows = d->trans_b ? nr : kc, lo = rows * part / parts, hi = rows * (part + 1) / parts;
+    if (hi <= lo) return;
+    const char *b = (const char *)j->b;
+    if (d->trans_b) tsr_prefetch_tile_l2(b + ((j0 + lo) * d->ldb + p0) * es, d->ldb * es, hi - lo, kc * es);
+    else tsr_prefetch_tile_l2(b + ((p0 + lo) * d->ldb + j0) * es, d->ldb * es, hi - lo, nr * es);
+}
+
 static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     const tsr_gemm_desc *d = &j->g->d;
     const int64_t M = d->m, N = d->n, K = d->k, es = (int64_t)tsr_dtype_size(d->c_dtype);
@@ -1030,6 +1049,12 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                 if (j->pack_b || nr % VL) pack_b(j, pc, kcur, j0, nr, bp + jr * NR * kcur);
             }
             if (packs_b) tsr_team_barrier(nth);
+            /* the block packed next: the next K block, else the next column block's first */
+            const bool next_k = pc + kcur < K;
+            const int64_t npc = next_k ? pc + kcur : 0, njc = next_k ? jc : jc + ncur;
+            const int64_t nkc = next_k ? (K - npc < kcb ? K - npc : kcb) : (K < kcb ? K : kcb);
+            const int64_t nncur = next_k ? ncur : (N - njc < ncb ? N - njc : ncb);
+            const bool fetch = j->fetch_b && j->pack_b && (next_k || njc < N);
             for (int64_t ic = 0; ic < M; ic += j->mc) {
                 int64_t mcur = M - ic < j->mc ? M - ic : j->mc, mpanels = (mcur + MR - 1) / MR;
                 if (j->pack_a) {
@@ -1059,6 +1084,8 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
                     tile(j, kcur, a, j->pack_a ? A_WORD : d->lda, j->pack_a ? MR * A_WORD : A_WORD,
                          packed ? bp + jr * NR * kcur : (const float *)j->b + pc * d->ldb + j0,
                          packed ? NR : d->ldb, ic + ir * MR, mr, j0, nr, first, last);
+                    if (fetch && ic + mcur == M && jr < (nncur + NR - 1) / NR)
+                        fetch_b_part(j, npc, nkc, njc, nncur, jr, ir, mpanels);
                 }
                 /* the next ic block repacks the shared A buffer; after the
                  * last block of the last matrix the team's end waits */
@@ -1136,6 +1163,13 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
                 .plain_epilogue = ukr_epilogue_is_plain(&d->epilogue)};
     if (!base.pack_a && !can_skip_pack_a(d)) base.pack_a = true;
     if (!base.pack_b && !can_skip_pack_b(d)) base.pack_b = true;
+    /* B past the caches (the library's 16 MiB bound): its next block comes
+     * from memory, which the packing alone waited on (bf16 128 x 4096 x 4096
+     * NN: 32% of the time in pack_b). Zen 5, two threads, 3 alternated
+     * rounds: bf16 NN 128 / 256 / 512 x 4096 x 4096 624 -> 704, 745 -> 820,
+     * 837 -> 873 GFLOP/s; x W^T 1-2%, f32 0-2% (its B rows already read in
+     * order, the transposes' rows alike). */
+    base.fetch_b = (double)d->k * (double)d->n * (double)tsr_dtype_size(d->b_dtype) > (double)(16 << 20);
     if (!base.pack_b && d->k * d->ldb * (int64_t)sizeof(float) > ((int64_t)1 << 20))
         base.ahead = s->v[KNOB_AHEAD] ? &ukr_ahead_far : &ukr_ahead_near;
     if (d->c_dtype != TSR_F32 && d->k > base.kc) { /* a narrow C takes the sum once: one K block, */
