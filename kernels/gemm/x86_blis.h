@@ -950,8 +950,6 @@ static void column_share(int64_t N, int tid, int nth, int64_t *lo, int64_t *hi) 
     *hi = tid == nth - 1 ? N : N * (tid + 1) / nth / VL * VL;
 }
 
-/* One matrix, by a team of nth threads (tid in it), with shared buffers
- * ap (MC x KC) and bp (KC x NC), both packed. */
 /* Part part of parts of what packing panel jr of the block (p0, jc: kc k,
  * ncur columns) will read of B, fetched into L2: issued between the last
  * row block's tiles, so that B's read from memory overlaps the tiles rather
@@ -970,6 +968,8 @@ static void fetch_b_part(const job *j, int64_t p0, int64_t kc, int64_t jc, int64
     else tsr_prefetch_tile_l2(b + ((p0 + lo) * d->ldb + j0) * es, d->ldb * es, hi - lo, nr * es);
 }
 
+/* One matrix, by a team of nth threads (tid in it), with shared buffers
+ * ap (MC x KC) and bp (KC x NC), both packed. */
 static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
     const tsr_gemm_desc *d = &j->g->d;
     const int64_t M = d->m, N = d->n, K = d->k, es = (int64_t)tsr_dtype_size(d->c_dtype);
@@ -1166,9 +1166,9 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     /* B past the caches (the library's 16 MiB bound): its next block comes
      * from memory, which the packing alone waited on (bf16 128 x 4096 x 4096
      * NN: 32% of the time in pack_b). Zen 5, two threads, 3 alternated
-     * rounds: bf16 NN 128 / 256 / 512 x 4096 x 4096 624 -> 704, 745 -> 820,
-     * 837 -> 873 GFLOP/s; x W^T 1-2%, f32 0-2% (its B rows already read in
-     * order, the transposes' rows alike). */
+     * rounds: bf16 NN 128 / 256 / 512 / 1024 x 4096 x 4096 624 -> 704,
+     * 745 -> 820, 837 -> 873, 844 -> 915 GFLOP/s; bf16 x W^T 1-2%, f32 0-2%,
+     * 4096^3 the same. */
     base.fetch_b = (double)d->k * (double)d->n * (double)tsr_dtype_size(d->b_dtype) > (double)(16 << 20);
     if (!base.pack_b && d->k * d->ldb * (int64_t)sizeof(float) > ((int64_t)1 << 20))
         base.ahead = s->v[KNOB_AHEAD] ? &ukr_ahead_far : &ukr_ahead_near;
