@@ -664,8 +664,8 @@ static tsr_status vnni_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
     const int nt = tsr_threads_for(ctx, 2.0 * (double)d->m * (double)d->n * (double)d->k * (double)d->batch, 1e6);
     const int split = path == PATH_PACKED ? tsr_split_of(d->m, d->n, MR, COL_UNIT, nt) : TSR_SPLIT_NONE;
     /* the rows and columns (whole panels) one buffer holds */
-    const int64_t mcb = tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt),
-                  ncb = (tsr_split_share(d->n, nc, COL_UNIT, split == TSR_SPLIT_COLUMNS, nt) + NR - 1) / NR * NR;
+    const int64_t mcb = tsr_split_share(d->m, mc, MR, MR, split == TSR_SPLIT_ROWS, nt),
+                  ncb = tsr_split_share(d->n, nc, COL_UNIT, NR, split == TSR_SPLIT_COLUMNS, nt);
     /* A: mc rows of kc bytes and their negsums (gemm_one); B: panels of kc x NR */
     const size_t abuf = (size_t)(mcb * kc + mcb * 4), bbuf = (size_t)(ncb / NR) * (size_t)(kc * NR);
     /* dot path: op(A) stored k x m is copied row-major once per matrix */

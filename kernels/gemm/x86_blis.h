@@ -222,7 +222,7 @@ typedef struct job {
     int64_t mc, kc, nc;
     bool pack_a, pack_b;
     bool rows_outer; /* a block's tiles row panel by row panel: see blis_default */
-    bool fetch_b;    /* B past the caches: the next block's source fetched during the tiles (fetch_b_part) */
+    bool fetch_b;    /* B packed and past the caches: the next block's source fetched during the tiles (fetch_b_part) */
     bool plain_epilogue; /* ukr_epilogue_plain can run it: tiles still stored from registers */
     const ukr_ahead *ahead; /* B read in place is larger than L2: its rows are fetched this far ahead */
     const float *a_wide;    /* the dot path's f16/bf16 A widened once (dot_widen_a), or NULL */
@@ -1054,7 +1054,7 @@ static void gemm_one(const job *j, float *ap, float *bp, int tid, int nth) {
             const int64_t npc = next_k ? pc + kcur : 0, njc = next_k ? jc : jc + ncur;
             const int64_t nkc = next_k ? (K - npc < kcb ? K - npc : kcb) : (K < kcb ? K : kcb);
             const int64_t nncur = next_k ? ncur : (N - njc < ncb ? N - njc : ncb);
-            const bool fetch = j->fetch_b && j->pack_b && (next_k || njc < N);
+            const bool fetch = j->fetch_b && (next_k || njc < N);
             for (int64_t ic = 0; ic < M; ic += j->mc) {
                 int64_t mcur = M - ic < j->mc ? M - ic : j->mc, mpanels = (mcur + MR - 1) / MR;
                 if (j->pack_a) {
@@ -1169,7 +1169,7 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
      * rounds: bf16 NN 128 / 256 / 512 / 1024 x 4096 x 4096 624 -> 704,
      * 745 -> 820, 837 -> 873, 844 -> 915 GFLOP/s; bf16 x W^T 1-2%, f32 0-2%,
      * 4096^3 the same. */
-    base.fetch_b = (double)d->k * (double)d->n * (double)tsr_dtype_size(d->b_dtype) > (double)(16 << 20);
+    base.fetch_b = base.pack_b && (double)d->k * (double)d->n * (double)tsr_dtype_size(d->b_dtype) > (double)(16 << 20);
     if (!base.pack_b && d->k * d->ldb * (int64_t)sizeof(float) > ((int64_t)1 << 20))
         base.ahead = s->v[KNOB_AHEAD] ? &ukr_ahead_far : &ukr_ahead_near;
     if (d->c_dtype != TSR_F32 && d->k > base.kc) { /* a narrow C takes the sum once: one K block, */
@@ -1201,8 +1201,8 @@ static tsr_status blis_run(tsr_context *ctx, const tsr_problem *p, const tsr_sch
                           ? tsr_split_of(d->m, d->n, MR, COL_UNIT, nt)
                           : TSR_SPLIT_NONE;
     /* the rows and columns one thread's buffers hold (whole B panels) */
-    size_t abuf = (size_t)(tsr_split_share(d->m, mc, MR, split == TSR_SPLIT_ROWS, nt) * kc),
-           bbuf = (size_t)((tsr_split_share(d->n, nc, COL_UNIT, split == TSR_SPLIT_COLUMNS, nt) + NR - 1) / NR * NR * kc);
+    size_t abuf = (size_t)(tsr_split_share(d->m, mc, MR, MR, split == TSR_SPLIT_ROWS, nt) * kc),
+           bbuf = (size_t)(tsr_split_share(d->n, nc, COL_UNIT, NR, split == TSR_SPLIT_COLUMNS, nt) * kc);
 #ifdef GEMM_BF16_DOT
     if (!base.pack_b) { /* the stream path's region in place of the A panels, per team; widen_rows needs none */
         abuf = widens_one_row(d, false) ? 0 : (stream_region_bytes(d, per_matrix ? 1 : nt) + sizeof(float) - 1) / sizeof(float);

@@ -75,7 +75,7 @@ static inline int64_t tsr_tile_split(int64_t ncur, int64_t npanels, int64_t mpan
  * matrix. The team's barriers cost 0.5-1.2 us each on this VM, and a vCPU
  * preempted at one stalls both (int8, two threads, 192^3: 485 GOP/s best,
  * 384 mean, against 390 on one). A is then packed once per thread, 1/(n/nt)
- * of the multiply-adds. Columns come in units of nr: whole panels, or
+ * of the multiply-adds. Columns come in col_unit: whole panels, or
  * vectors where a narrow last panel shares the one before's columns
  * (tsr_panel_cols; 256 columns then split 128 + 128, where panels of 48
  * split 144 + 112 and the thread with 144 set the time: Zen 4, 256^3, f32
@@ -107,17 +107,18 @@ static inline double tsr_split_worst(int64_t ext, int64_t unit, int nt) {
     return (double)most * nt / (double)ext;
 }
 
-static inline int tsr_split_of(int64_t m, int64_t n, int64_t mr, int64_t nr, int nt) {
+static inline int tsr_split_of(int64_t m, int64_t n, int64_t mr, int64_t col_unit, int nt) {
     if (nt == 1) return TSR_SPLIT_NONE;
-    const double cols = tsr_split_worst(n, nr, nt), rows = tsr_split_worst(m, mr, nt);
+    const double cols = tsr_split_worst(n, col_unit, nt), rows = tsr_split_worst(m, mr, nt);
     if (cols <= 1.2 && cols <= rows * 1.05) return TSR_SPLIT_COLUMNS;
     return rows <= 1.2 ? TSR_SPLIT_ROWS : TSR_SPLIT_NONE;
 }
 
-/* Of ext (rows or columns) in units of unit: what one thread's buffer
- * holds at once (at most block), split among nt or not. */
-static inline int64_t tsr_split_share(int64_t ext, int64_t block, int64_t unit, bool split, int nt) {
-    const int64_t share = split ? ((ext + unit - 1) / unit + nt - 1) / nt * unit : block;
+/* Of ext (rows or columns) split in units of unit: what one thread's
+ * buffer holds at once (at most block, a multiple of panel), in whole
+ * panels, split among nt or not. */
+static inline int64_t tsr_split_share(int64_t ext, int64_t block, int64_t unit, int64_t panel, bool split, int nt) {
+    const int64_t share = split ? (((ext + unit - 1) / unit + nt - 1) / nt * unit + panel - 1) / panel * panel : block;
     return share < block ? share : block;
 }
 
